@@ -1,0 +1,108 @@
+package driver
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+)
+
+// Driver names, as written in sandbox_backend and recorded in handles.
+const (
+	Docker     = "docker"
+	Incus      = "incus"
+	Kubernetes = "kubernetes"
+	Local      = "local"
+)
+
+// Port strategies for publishing instance ports on the engine host.
+const (
+	PortStrategyLoopbackIP = "loopback_ip" // one 127.0.0.x per sandbox, same port numbers
+	PortStrategyDynamic    = "dynamic"     // the engine picks host ports
+)
+
+// Config is everything needed to reach one backend. It is built from a
+// sandbox_backend handle and therefore holds no secret values: secrets reach a
+// driver only through Secrets, which come from the provider block or the
+// environment and never enter state.
+type Config struct {
+	Driver string `json:"driver"`
+	// Name is the backend's scope on the engine (network, project, directory).
+	Name string `json:"name"`
+
+	Docker     *DockerConfig     `json:"docker,omitempty"`
+	Incus      *IncusConfig      `json:"incus,omitempty"`
+	Kubernetes *KubernetesConfig `json:"kubernetes,omitempty"`
+	Local      *LocalConfig      `json:"local,omitempty"`
+
+	// Labels are the provider-level labels added to every object created.
+	Labels map[string]string `json:"labels,omitempty"`
+
+	// Secrets are never serialised and not part of Key().
+	Secrets Secrets `json:"-"`
+}
+
+// Secrets are sensitive values from the provider configuration.
+type Secrets struct {
+	SSHPrivateKey string // PEM, from the provider's ssh_private_key
+}
+
+// DockerConfig reaches a Docker Engine API (or a compatible one).
+type DockerConfig struct {
+	Host string `json:"host"` // unix://, tcp://, ssh://; resolved (never empty) in a handle
+
+	SSHKeyFile          string `json:"ssh_key_file,omitempty"`
+	SSHKeyPassphraseEnv string `json:"ssh_key_passphrase_env,omitempty"`
+	KnownHostsFile      string `json:"known_hosts_file,omitempty"`
+	HostKeyFingerprint  string `json:"host_key_fingerprint,omitempty"`
+	SSHJumpHost         string `json:"ssh_jump_host,omitempty"`
+	RemoteSocket        string `json:"remote_socket,omitempty"` // socket path on the SSH host
+	TLSCAFile           string `json:"tls_ca_file,omitempty"`
+	TLSCertFile         string `json:"tls_cert_file,omitempty"`
+	TLSKeyFile          string `json:"tls_key_file,omitempty"`
+	AllowInsecureTCP    bool   `json:"allow_insecure_tcp,omitempty"`
+	AdvertiseHost       string `json:"advertise_host,omitempty"`
+	PortStrategy        string `json:"port_strategy,omitempty"`
+	Internal            bool   `json:"internal,omitempty"`
+}
+
+// IncusConfig reaches an Incus server.
+type IncusConfig struct {
+	Address           string `json:"address,omitempty"` // "" or unix:// path: local socket; https://host:8443 remote
+	ClientCertFile    string `json:"client_cert_file,omitempty"`
+	ClientKeyFile     string `json:"client_key_file,omitempty"`
+	ServerCertFile    string `json:"server_cert_file,omitempty"`
+	ServerFingerprint string `json:"server_fingerprint,omitempty"`
+	Project           string `json:"project,omitempty"`
+	StoragePool       string `json:"storage_pool,omitempty"`
+	Network           string `json:"network,omitempty"`
+	AdvertiseHost     string `json:"advertise_host,omitempty"`
+	PortStrategy      string `json:"port_strategy,omitempty"`
+}
+
+// KubernetesConfig reaches a Kubernetes API server.
+type KubernetesConfig struct {
+	Kubeconfig string `json:"kubeconfig,omitempty"`
+	Context    string `json:"context,omitempty"`
+	Namespace  string `json:"namespace,omitempty"`
+}
+
+// Isolation modes of the local driver.
+const (
+	IsolationBwrap = "bwrap"
+	IsolationNone  = "none"
+)
+
+// LocalConfig is the daemonless backend: sandboxes are directories under Root.
+type LocalConfig struct {
+	Root      string `json:"root"`
+	Isolation string `json:"isolation"`
+}
+
+// Key identifies a connection: two configs with the same Key share one
+// connection in the provider process.
+func (c Config) Key() string {
+	c.Labels = nil
+	b, _ := json.Marshal(c)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,215 @@
+package provider
+
+// The backend handle: a computed object on sandbox_backend that carries
+// everything needed to reach the backend (and no secret), passed by the user
+// to every other resource as `backend = sandbox_backend.X.handle`.
+//
+// Its shape mirrors driver.Config: {driver, name, docker|incus|kubernetes|local}.
+// The per-driver field lists below are the single source for the schema of
+// the computed handle, the schema of the `backend` input and the conversion to
+// driver.Config (through the JSON tags of the driver config structs, which
+// are the attribute names).
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
+
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
+)
+
+type handleField struct {
+	name        string
+	isBool      bool
+	description string
+}
+
+// handleFields lists, per driver block, the attributes a handle records.
+var handleFields = map[string][]handleField{
+	driver.Docker: {
+		{name: "host", description: "Docker Engine address: `unix://`, `tcp://` or `ssh://`."},
+		{name: "ssh_key_file", description: "Private key file for `ssh://` hosts."},
+		{name: "ssh_key_passphrase_env", description: "Environment variable holding the passphrase of `ssh_key_file`."},
+		{name: "known_hosts_file", description: "known_hosts file used to verify the SSH host key."},
+		{name: "host_key_fingerprint", description: "SHA256 fingerprint the SSH host key must have."},
+		{name: "ssh_jump_host", description: "Bastion (`user@host:port`) the SSH connection goes through."},
+		{name: "remote_socket", description: "Docker socket path on the SSH host."},
+		{name: "tls_ca_file", description: "CA certificate that signs the Docker daemon's TLS certificate."},
+		{name: "tls_cert_file", description: "Client certificate for `tcp://` with TLS."},
+		{name: "tls_key_file", description: "Client key for `tcp://` with TLS."},
+		{name: "allow_insecure_tcp", isBool: true, description: "Allow plain `tcp://` without TLS to a non-loopback host."},
+		{name: "advertise_host", description: "Host name or address where published ports are reached."},
+		{name: "port_strategy", description: "How ports are published: `loopback_ip` or `dynamic`."},
+		{name: "internal", isBool: true, description: "Whether the backend network has no egress."},
+	},
+	driver.Incus: {
+		{name: "address", description: "Incus server: empty or `unix://PATH` for the local socket, `https://host:8443` for a remote."},
+		{name: "client_cert_file", description: "Client certificate for a remote server."},
+		{name: "client_key_file", description: "Client key for a remote server."},
+		{name: "server_cert_file", description: "The remote server's certificate, trusted for this connection only."},
+		{name: "server_fingerprint", description: "SHA256 fingerprint the server certificate must have."},
+		{name: "project", description: "Incus project that scopes this backend."},
+		{name: "storage_pool", description: "Storage pool for instances and volumes."},
+		{name: "network", description: "Managed network instances attach to."},
+		{name: "advertise_host", description: "Host name or address where published ports are reached."},
+		{name: "port_strategy", description: "How ports are published: `loopback_ip` or `dynamic`."},
+	},
+	driver.Kubernetes: {
+		{name: "kubeconfig", description: "Path of the kubeconfig file."},
+		{name: "context", description: "Context in the kubeconfig."},
+		{name: "namespace", description: "Namespace that scopes this backend."},
+	},
+	driver.Local: {
+		{name: "root", description: "Directory under which the backend keeps its sandboxes."},
+		{name: "isolation", description: "`bwrap` (namespaces) or `none` (plain processes)."},
+	},
+}
+
+// handleDrivers is the order of the driver blocks in a handle.
+var handleDrivers = []string{driver.Docker, driver.Incus, driver.Kubernetes, driver.Local}
+
+func handleBlockAttrTypes(drv string) map[string]attr.Type {
+	out := map[string]attr.Type{}
+	for _, f := range handleFields[drv] {
+		if f.isBool {
+			out[f.name] = types.BoolType
+		} else {
+			out[f.name] = types.StringType
+		}
+	}
+	return out
+}
+
+// handleAttrTypes is the object type of a backend handle.
+func handleAttrTypes() map[string]attr.Type {
+	out := map[string]attr.Type{
+		"driver": types.StringType,
+		"name":   types.StringType,
+	}
+	for _, d := range handleDrivers {
+		out[d] = types.ObjectType{AttrTypes: handleBlockAttrTypes(d)}
+	}
+	return out
+}
+
+// handleAttributes builds the nested attributes of a handle. computed=true
+// gives the read-only handle of sandbox_backend; false gives the `backend`
+// input of the other resources, whose blocks are optional and whose fields
+// are all optional (a handle carries only what applies).
+func handleAttributes(computed bool) map[string]schema.Attribute {
+	attrs := map[string]schema.Attribute{
+		"driver": schema.StringAttribute{Computed: computed, Required: !computed, Description: "Driver: `docker`, `incus`, `kubernetes` or `local`."},
+		"name":   schema.StringAttribute{Computed: computed, Required: !computed, Description: "Backend name (its scope on the engine)."},
+	}
+	for _, d := range handleDrivers {
+		inner := map[string]schema.Attribute{}
+		for _, f := range handleFields[d] {
+			if f.isBool {
+				inner[f.name] = schema.BoolAttribute{Computed: computed, Optional: !computed, Description: f.description}
+			} else {
+				inner[f.name] = schema.StringAttribute{Computed: computed, Optional: !computed, Description: f.description}
+			}
+		}
+		attrs[d] = schema.SingleNestedAttribute{
+			Computed: computed, Optional: !computed,
+			Description: fmt.Sprintf("Settings of a `%s` backend; null for other drivers.", d),
+			Attributes:  inner,
+		}
+	}
+	return attrs
+}
+
+// HandleFromConfig renders a resolved driver.Config as a handle object.
+func HandleFromConfig(cfg driver.Config) (types.Object, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	values := map[string]attr.Value{
+		"driver": types.StringValue(cfg.Driver),
+		"name":   types.StringValue(cfg.Name),
+	}
+	blocks := map[string]any{driver.Docker: cfg.Docker, driver.Incus: cfg.Incus, driver.Kubernetes: cfg.Kubernetes, driver.Local: cfg.Local}
+	for _, d := range handleDrivers {
+		blockType := handleBlockAttrTypes(d)
+		raw := map[string]any{}
+		if b, err := json.Marshal(blocks[d]); err == nil && string(b) != "null" {
+			_ = json.Unmarshal(b, &raw)
+		} else {
+			values[d] = types.ObjectNull(blockType)
+			continue
+		}
+		inner := map[string]attr.Value{}
+		for _, f := range handleFields[d] {
+			v, set := raw[f.name]
+			switch {
+			case f.isBool:
+				b, _ := v.(bool)
+				inner[f.name] = types.BoolValue(b)
+			case set && v != "":
+				inner[f.name] = types.StringValue(fmt.Sprint(v))
+			default:
+				inner[f.name] = types.StringNull()
+			}
+		}
+		obj, d2 := types.ObjectValue(blockType, inner)
+		diags.Append(d2...)
+		values[d] = obj
+	}
+	obj, d2 := types.ObjectValue(handleAttrTypes(), values)
+	diags.Append(d2...)
+	return obj, diags
+}
+
+// ConfigFromHandle turns a handle object back into a driver.Config. It
+// reports an error diagnostic if the handle is unknown or malformed.
+func ConfigFromHandle(ctx context.Context, h types.Object) (driver.Config, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	var cfg driver.Config
+	if h.IsNull() || h.IsUnknown() {
+		diags.AddError("Backend Handle Not Known", "The backend handle is not known yet; it is known once its sandbox_backend is planned from configuration.")
+		return cfg, diags
+	}
+	raw, err := objectToRaw(h)
+	if err != nil {
+		diags.AddError("Invalid Backend Handle", err.Error())
+		return cfg, diags
+	}
+	b, _ := json.Marshal(raw)
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		diags.AddError("Invalid Backend Handle", fmt.Sprintf("The backend handle could not be decoded: %s. Pass `backend = sandbox_backend.NAME.handle`.", err))
+	}
+	return cfg, diags
+}
+
+// objectToRaw converts a known object of strings, bools and nested objects to
+// plain Go values, dropping nulls.
+func objectToRaw(o basetypes.ObjectValue) (map[string]any, error) {
+	out := map[string]any{}
+	for k, v := range o.Attributes() {
+		if v.IsNull() {
+			continue
+		}
+		if v.IsUnknown() {
+			return nil, fmt.Errorf("attribute %q of the backend handle is not known yet", k)
+		}
+		switch tv := v.(type) {
+		case types.String:
+			out[k] = tv.ValueString()
+		case types.Bool:
+			out[k] = tv.ValueBool()
+		case types.Object:
+			inner, err := objectToRaw(tv)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = inner
+		default:
+			return nil, fmt.Errorf("attribute %q of the backend handle has unexpected type %T", k, v)
+		}
+	}
+	return out, nil
+}
