@@ -28,12 +28,15 @@ type handleField struct {
 	name        string
 	isBool      bool
 	description string
+	// identity marks the fields that say which engine and scope a backend
+	// is; a change of one of them is a different backend (see backendIdentity).
+	identity bool
 }
 
 // handleFields lists, per driver block, the attributes a handle records.
 var handleFields = map[string][]handleField{
 	driver.Docker: {
-		{name: "host", description: "Docker Engine address: `unix://`, `tcp://` or `ssh://`."},
+		{name: "host", identity: true, description: "Docker Engine address: `unix://`, `tcp://` or `ssh://`."},
 		{name: "ssh_key_file", description: "Private key file for `ssh://` hosts."},
 		{name: "ssh_key_passphrase_env", description: "Environment variable holding the passphrase of `ssh_key_file`."},
 		{name: "known_hosts_file", description: "known_hosts file used to verify the SSH host key."},
@@ -45,29 +48,29 @@ var handleFields = map[string][]handleField{
 		{name: "tls_key_file", description: "Client key for `tcp://` with TLS."},
 		{name: "allow_insecure_tcp", isBool: true, description: "Allow plain `tcp://` without TLS to a non-loopback host."},
 		{name: "advertise_host", description: "Host name or address where published ports are reached."},
-		{name: "port_strategy", description: "How ports are published: `loopback_ip` or `dynamic`."},
+		{name: "port_strategy", description: "How ports are published: " + enumDoc(portStrategyValues) + "."},
 		{name: "internal", isBool: true, description: "Whether the backend network has no egress."},
 	},
 	driver.Incus: {
-		{name: "address", description: "Incus server: empty or `unix://PATH` for the local socket, `https://host:8443` for a remote."},
+		{name: "address", identity: true, description: "Incus server: empty or `unix://PATH` for the local socket, `https://host:8443` for a remote."},
 		{name: "client_cert_file", description: "Client certificate for a remote server."},
 		{name: "client_key_file", description: "Client key for a remote server."},
 		{name: "server_cert_file", description: "The remote server's certificate, trusted for this connection only."},
 		{name: "server_fingerprint", description: "SHA256 fingerprint the server certificate must have."},
-		{name: "project", description: "Incus project that scopes this backend."},
+		{name: "project", identity: true, description: "Incus project that scopes this backend."},
 		{name: "storage_pool", description: "Storage pool for instances and volumes."},
 		{name: "network", description: "Managed network instances attach to."},
 		{name: "advertise_host", description: "Host name or address where published ports are reached."},
-		{name: "port_strategy", description: "How ports are published: `loopback_ip` or `dynamic`."},
+		{name: "port_strategy", description: "How ports are published: " + enumDoc(portStrategyValues) + "."},
 	},
 	driver.Kubernetes: {
-		{name: "kubeconfig", description: "Path of the kubeconfig file."},
-		{name: "context", description: "Context in the kubeconfig."},
-		{name: "namespace", description: "Namespace that scopes this backend."},
+		{name: "kubeconfig", identity: true, description: "Path of the kubeconfig file."},
+		{name: "context", identity: true, description: "Context in the kubeconfig."},
+		{name: "namespace", identity: true, description: "Namespace that scopes this backend."},
 	},
 	driver.Local: {
-		{name: "root", description: "Directory under which the backend keeps its sandboxes."},
-		{name: "isolation", description: "`bwrap` (namespaces) or `none` (plain processes)."},
+		{name: "root", identity: true, description: "Directory under which the backend keeps its sandboxes."},
+		{name: "isolation", description: "Isolation of the sandboxes: " + enumDoc(isolationValues) + "."},
 	},
 }
 

@@ -1,0 +1,165 @@
+// Package acctest is what the acceptance tests share: the provider factories,
+// one PreCheck per backend behind its gate variable, random names, local
+// fixtures (no registry is reachable) and CheckDestroy helpers that ask the
+// engine itself through the driver package.
+//
+// Gates: with SANDBOX_ACC_DOCKER (etc.) unset a test skips; with it set and
+// the engine not answering, the test fails and says what to run. Driver
+// packages may use acctest only from external (`_test`) test packages, since
+// acctest imports the provider and with it every driver.
+package acctest
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/providerserver"
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
+	sdkacctest "github.com/hashicorp/terraform-plugin-testing/helper/acctest"
+
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/provider"
+)
+
+// Gate variables, one per backend or transport.
+const (
+	GateDocker = "SANDBOX_ACC_DOCKER"
+	GateLocal  = "SANDBOX_ACC_LOCAL"
+	GateIncus  = "SANDBOX_ACC_INCUS"
+	GateSSH    = "SANDBOX_ACC_SSH"
+	GateTLS    = "SANDBOX_ACC_TLS"
+)
+
+// ProtoV6ProviderFactories serve the provider in-process to terraform.
+var ProtoV6ProviderFactories = map[string]func() (tfprotov6.ProviderServer, error){
+	"sandbox": providerserver.NewProtocol6WithError(provider.New("acctest")()),
+}
+
+// RandomName returns prefix-<8 random lowercase letters and digits>, a valid
+// backend, instance, volume and image name.
+func RandomName(prefix string) string {
+	return prefix + "-" + sdkacctest.RandStringFromCharSet(8, "abcdefghijklmnopqrstuvwxyz0123456789")
+}
+
+// gateOn reports whether a gate variable is set to something true-ish.
+func gateOn(name string) bool {
+	switch os.Getenv(name) {
+	case "", "0", "false", "no":
+		return false
+	}
+	return true
+}
+
+// requireGate skips t unless the gate is set.
+func requireGate(t *testing.T, gate, what string) {
+	t.Helper()
+	if !gateOn(gate) {
+		t.Skipf("%s is not set: skipping the %s acceptance test (set %s=1 to run it)", gate, what, gate)
+	}
+}
+
+// PreCheckDocker skips without SANDBOX_ACC_DOCKER and fails when the Docker
+// engine (DOCKER_HOST, else the local socket) does not answer.
+func PreCheckDocker(t *testing.T) {
+	t.Helper()
+	requireGate(t, GateDocker, "Docker")
+	cfg := DriverConfig(driver.Docker, "tf-acc-precheck")
+	if err := ping(cfg); err != nil {
+		t.Fatalf("%s is set but the Docker engine at %s does not answer: %v\n"+
+			"Start it with `scripts/setup-engines.sh docker` (or `setsid dockerd >/var/log/dockerd.log 2>&1 &`).",
+			GateDocker, cfg.Docker.Host, err)
+	}
+}
+
+// PreCheckLocal skips without SANDBOX_ACC_LOCAL and fails when bubblewrap
+// cannot start a sandbox on this machine.
+func PreCheckLocal(t *testing.T) {
+	t.Helper()
+	requireGate(t, GateLocal, "local")
+	bwrap, err := exec.LookPath("bwrap")
+	if err != nil {
+		t.Fatalf("%s is set but bubblewrap is not installed: run `scripts/setup-engines.sh local` (or `apt-get install -y bubblewrap`).", GateLocal)
+	}
+	if out, err := exec.Command(bwrap, "--ro-bind", "/", "/", "--unshare-all", "true").CombinedOutput(); err != nil {
+		t.Fatalf("%s is set but bubblewrap cannot create namespaces here: %v: %s\n"+
+			"Allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1) or run as root.", GateLocal, err, out)
+	}
+	if err := ping(DriverConfig(driver.Local, "tf-acc-precheck")); err != nil {
+		t.Fatalf("%s is set but the local driver does not open: %v", GateLocal, err)
+	}
+}
+
+// PreCheckIncus skips without SANDBOX_ACC_INCUS and fails when the local
+// Incus server does not answer.
+func PreCheckIncus(t *testing.T) {
+	t.Helper()
+	requireGate(t, GateIncus, "Incus")
+	if err := ping(DriverConfig(driver.Incus, "tf-acc-precheck")); err != nil {
+		t.Fatalf("%s is set but the Incus server does not answer: %v\n"+
+			"Start it with `scripts/setup-engines.sh incus`.", GateIncus, err)
+	}
+}
+
+// ping opens a driver for cfg and asks the engine for its Info.
+func ping(cfg driver.Config) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	d, err := driver.Open(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	_, err = d.Info(ctx)
+	return err
+}
+
+// LocalRoot is the root every local backend of the acceptance tests uses.
+// Each backend keeps its files in <root>/<name>, which its destroy removes;
+// the root itself is shared by parallel tests and left in place.
+func LocalRoot() string {
+	localRootOnce.Do(func() {
+		localRoot = filepath.Join(os.TempDir(), "tf-acc-sandbox-local")
+		_ = os.MkdirAll(localRoot, 0o755)
+	})
+	return localRoot
+}
+
+var (
+	localRootOnce sync.Once
+	localRoot     string
+)
+
+// DriverConfig is the resolved config of the backend that BackendConfig
+// declares, for talking to the engine directly in checks.
+func DriverConfig(drv, name string) driver.Config {
+	cfg := driver.Config{Driver: drv, Name: name}
+	switch drv {
+	case driver.Docker:
+		host := os.Getenv("DOCKER_HOST")
+		if host == "" {
+			host = provider.DefaultDockerHost
+		}
+		cfg.Docker = &driver.DockerConfig{Host: host}
+	case driver.Local:
+		cfg.Local = &driver.LocalConfig{Root: LocalRoot(), Isolation: driver.IsolationBwrap}
+	case driver.Incus:
+		cfg.Incus = &driver.IncusConfig{Project: name}
+	}
+	return cfg
+}
+
+// OpenDriver opens a driver for cfg and closes it at the end of the test.
+func OpenDriver(t *testing.T, cfg driver.Config) driver.Driver {
+	t.Helper()
+	d, err := driver.Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("open %s backend %q: %v", cfg.Driver, cfg.Name, err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	return d
+}

@@ -1,0 +1,115 @@
+// Package agent is the small helper that runs INSIDE sandboxes: PID 1 (init),
+// detached services, readiness probes and log tails. It is pure Go with the
+// standard library only, so a CGO_ENABLED=0 build is one static file that
+// works in a scratch image with no libc and no shell.
+//
+// The same code is reached two ways: as `terraform-provider-sandbox agent ...`
+// (the provider binary mounted or uploaded into the sandbox) and as the
+// stand-alone `sandbox-agent` built from cmd/sandbox-agent.
+//
+// Drivers never spell argv by hand: InitCommand, ServiceCommand,
+// ProbeCommand and TailCommand build it, so the format lives here only.
+package agent
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+const (
+	// PathInInstance is where drivers make the agent binary available.
+	PathInInstance = "/.sandbox/sandbox-agent"
+	// ExitExpired is init's exit status when the sandbox's lifetime ran out.
+	ExitExpired = 124
+	// ExitNotStarted is the status when the command could not be started
+	// (not found, not executable, bad workdir), as shells do.
+	ExitNotStarted = 127
+	// ExitUsage is the status for bad arguments.
+	ExitUsage = 2
+	// ExitNotReady is probe's status when the target is not (yet) ready.
+	ExitNotReady = 1
+
+	// BinaryName is the base name under which the binary acts as the agent.
+	BinaryName = "sandbox-agent"
+	// SubCommand is the provider binary's first argument that selects the agent.
+	SubCommand = "agent"
+)
+
+// Invoked reports whether a process started with args (os.Args) should run
+// the agent rather than the provider.
+func Invoked(args []string) bool {
+	if len(args) == 0 {
+		return false
+	}
+	if filepath.Base(args[0]) == BinaryName {
+		return true
+	}
+	return len(args) > 1 && args[1] == SubCommand
+}
+
+// Main runs the agent with the full argument vector (os.Args: program name
+// first, then an optional "agent", then the subcommand) and returns the exit
+// status.
+func Main(args []string) int {
+	return run(subArgs(args), os.Stdout, os.Stderr)
+}
+
+// subArgs strips the program name and the optional "agent" word.
+func subArgs(args []string) []string {
+	if len(args) > 0 {
+		args = args[1:]
+	}
+	if len(args) > 0 && args[0] == SubCommand {
+		args = args[1:]
+	}
+	return args
+}
+
+const usage = `usage:
+  sandbox-agent init [--deadline RFC3339] [--grace 10s] [-- CMD ARGS...]
+  sandbox-agent service --log PATH --pidfile PATH [--workdir DIR] -- CMD ARGS...
+  sandbox-agent probe tcp PORT | probe http PORT PATH [STATUS] | probe pid PIDFILE
+  sandbox-agent tail --bytes N PATH
+`
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return ExitUsage
+	}
+	rest := args[1:]
+	switch args[0] {
+	case "init":
+		return runInit(rest, stderr)
+	case "service":
+		return runService(rest, stderr)
+	case "probe":
+		return runProbe(rest, stderr)
+	case "tail":
+		return runTail(rest, stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "sandbox-agent: unknown command %q\n%s", args[0], usage)
+	return ExitUsage
+}
+
+// splitCommand separates the options before "--" from the command after it.
+// Without "--" everything is an option.
+func splitCommand(args []string) (opts, cmd []string) {
+	for i, a := range args {
+		if a == "--" {
+			return args[:i], args[i+1:]
+		}
+	}
+	return args, nil
+}
+
+// usageError prints a message and returns ExitUsage.
+func usageError(stderr io.Writer, format string, a ...any) int {
+	fmt.Fprintf(stderr, "sandbox-agent: "+format+"\n", a...)
+	return ExitUsage
+}

@@ -1,0 +1,92 @@
+package agent
+
+import (
+	"strconv"
+	"time"
+)
+
+// DeadlineLayout is how InitCommand writes --deadline: RFC 3339 with
+// milliseconds, so short lifetimes are not rounded by a whole second.
+const DeadlineLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// DefaultGrace is how long init waits between TERM and KILL.
+const DefaultGrace = 10 * time.Second
+
+// InitCommand is the argv that makes the agent PID 1 of an instance: it runs
+// cmd (or waits forever when cmd is empty) and stops everything at deadline
+// (none when zero).
+func InitCommand(deadline time.Time, cmd []string) []string {
+	return InitCommandGrace(deadline, 0, cmd)
+}
+
+// InitCommandGrace is InitCommand with an explicit TERM-to-KILL grace
+// (0: DefaultGrace).
+func InitCommandGrace(deadline time.Time, grace time.Duration, cmd []string) []string {
+	argv := []string{PathInInstance, "init"}
+	if !deadline.IsZero() {
+		argv = append(argv, "--deadline", deadline.UTC().Format(DeadlineLayout))
+	}
+	if grace > 0 {
+		argv = append(argv, "--grace", grace.String())
+	}
+	if len(cmd) > 0 {
+		argv = append(argv, "--")
+		argv = append(argv, cmd...)
+	}
+	return argv
+}
+
+// ServiceCommand is the argv that starts cmd detached in its own session,
+// appending its output to logPath and writing its pid to pidFile. workdir
+// may be empty (the exec's working directory).
+func ServiceCommand(logPath, pidFile, workdir string, cmd []string) []string {
+	argv := []string{PathInInstance, "service", "--log", logPath, "--pidfile", pidFile}
+	if workdir != "" {
+		argv = append(argv, "--workdir", workdir)
+	}
+	argv = append(argv, "--")
+	return append(argv, cmd...)
+}
+
+// Probe kinds.
+const (
+	ProbeTCP  = "tcp"
+	ProbeHTTP = "http"
+	ProbePID  = "pid"
+)
+
+// Probe is one readiness check run inside the instance against 127.0.0.1.
+type Probe struct {
+	Kind    string // ProbeTCP | ProbeHTTP | ProbePID
+	Port    int    // tcp, http
+	Path    string // http; "" means "/"
+	Status  int    // http; 0 accepts any 2xx or 3xx
+	PIDFile string // pid
+}
+
+// ProbeCommand is the argv of one probe attempt: exit 0 ready, 1 not ready
+// (reason on stderr).
+func ProbeCommand(p Probe) []string {
+	argv := []string{PathInInstance, "probe", p.Kind}
+	switch p.Kind {
+	case ProbeTCP:
+		argv = append(argv, strconv.Itoa(p.Port))
+	case ProbeHTTP:
+		path := p.Path
+		if path == "" {
+			path = "/"
+		}
+		argv = append(argv, strconv.Itoa(p.Port), path)
+		if p.Status != 0 {
+			argv = append(argv, strconv.Itoa(p.Status))
+		}
+	case ProbePID:
+		argv = append(argv, p.PIDFile)
+	}
+	return argv
+}
+
+// TailCommand is the argv that prints the last n bytes of path.
+func TailCommand(n int, path string) []string {
+	return []string{PathInInstance, "tail", "--bytes", strconv.Itoa(n), path}
+}

@@ -1,0 +1,120 @@
+//go:build linux
+
+package agent
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+type serviceConfig struct {
+	log, pidfile, workdir string
+	argv                  []string
+}
+
+func parseService(args []string, stderr io.Writer) (serviceConfig, error) {
+	fs := flag.NewFlagSet("service", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var c serviceConfig
+	fs.StringVar(&c.log, "log", "", "file that receives stdout and stderr (appended)")
+	fs.StringVar(&c.pidfile, "pidfile", "", "file that receives the pid")
+	fs.StringVar(&c.workdir, "workdir", "", "working directory")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	c.argv = fs.Args()
+	switch {
+	case c.log == "":
+		return c, fmt.Errorf("--log is required")
+	case c.pidfile == "":
+		return c, fmt.Errorf("--pidfile is required")
+	case len(c.argv) == 0:
+		return c, fmt.Errorf("a command is required after --")
+	}
+	return c, nil
+}
+
+// runService starts the command in a new session so it outlives the exec
+// that started it (and is not killed with that exec's process group), and
+// returns as soon as it runs.
+func runService(args []string, stderr io.Writer) int {
+	c, err := parseService(args, stderr)
+	if err != nil {
+		return usageError(stderr, "service: %v", err)
+	}
+	logf, err := openAppend(c.log)
+	if err != nil {
+		fmt.Fprintf(stderr, "sandbox-agent: service: %v\n", err)
+		return ExitNotStarted
+	}
+	defer logf.Close()
+	cmd := exec.Command(c.argv[0], c.argv[1:]...)
+	cmd.Dir = c.workdir
+	cmd.Stdout, cmd.Stderr = logf, logf // *os.File: passed as fds, no copying goroutine
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(stderr, "sandbox-agent: service: cannot start %q: %v\n", c.argv[0], err)
+		return ExitNotStarted
+	}
+	pid := cmd.Process.Pid
+	_ = cmd.Process.Release()
+	if err := writePIDFile(c.pidfile, pid); err != nil {
+		fmt.Fprintf(stderr, "sandbox-agent: service: started pid %d but %v\n", pid, err)
+		return 1
+	}
+	return 0
+}
+
+func openAppend(path string) (*os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("log directory: %w", err)
+	}
+	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+}
+
+// writePIDFile writes through a rename so a probe never reads half a file.
+func writePIDFile(path string, pid int) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("pidfile directory: %w", err)
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(strconv.Itoa(pid)+"\n"), 0o644); err != nil {
+		return fmt.Errorf("write pidfile: %w", err)
+	}
+	return os.Rename(tmp, path)
+}
+
+// probePID reports whether the process named in pidfile is alive (and not
+// a zombie waiting to be reaped).
+func probePID(pidfile string) error {
+	b, err := os.ReadFile(pidfile)
+	if err != nil {
+		return fmt.Errorf("pidfile: %v", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return fmt.Errorf("pidfile %s does not hold a pid: %q", pidfile, strings.TrimSpace(string(b)))
+	}
+	if err := syscall.Kill(pid, 0); err != nil && err != syscall.EPERM {
+		return fmt.Errorf("process %d is not running: %v", pid, err)
+	}
+	if processState(pid) == "Z" {
+		return fmt.Errorf("process %d has exited", pid)
+	}
+	return nil
+}
+
+// processState is the one-letter state of pid ("" if unknown).
+func processState(pid int) string {
+	if f := procStat(pid); len(f) > 0 {
+		return f[0]
+	}
+	return ""
+}

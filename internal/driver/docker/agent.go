@@ -1,0 +1,179 @@
+package docker
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"sync"
+
+	"github.com/docker/docker/api/types/build"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/mount"
+
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/agent"
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
+)
+
+// seedImage is a tiny image FROM scratch used only to create never-started
+// containers that files are copied through into volumes. No registry is
+// needed: it is built from a one-file context, once per engine.
+const seedImage = "sandbox-seed:v1"
+
+// agentState caches, per driver, how the agent reaches instances.
+type agentState struct {
+	mu       sync.Mutex // guards volume (held while uploading)
+	volume   string     // remote engines: the volume holding the agent
+	seedMu   sync.Mutex // guards seedDone (held while building)
+	seedDone bool
+}
+
+// agentBinary returns the host path of the agent for an engine of arch:
+// $SANDBOX_AGENT_BINARY, else this executable (the provider binary doubles
+// as the agent). It must be a static Linux ELF for that architecture.
+func agentBinary(arch string) (string, error) {
+	p := os.Getenv(agent.EnvBinary)
+	if p == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return "", fmt.Errorf("sandbox agent: %w", err)
+		}
+		p = exe
+	}
+	if err := agent.CheckBinary(p, arch); err != nil {
+		return "", err
+	}
+	return p, nil
+}
+
+// agentMount returns the mount that puts the agent at agent.PathInInstance:
+// a read-only bind of the host file on a local engine, or a read-only volume
+// (filled once through the seed image) on a remote one, where host paths
+// mean nothing.
+func (d *Driver) agentMount(ctx context.Context, arch string) (mount.Mount, error) {
+	bin, err := agentBinary(arch)
+	if err != nil {
+		return mount.Mount{}, err
+	}
+	if d.ep.local {
+		return mount.Mount{Type: mount.TypeBind, Source: bin, Target: agent.PathInInstance, ReadOnly: true}, nil
+	}
+	vol, err := d.ensureAgentVolume(ctx, bin)
+	if err != nil {
+		return mount.Mount{}, err
+	}
+	return mount.Mount{Type: mount.TypeVolume, Source: vol, Target: path.Dir(agent.PathInInstance), ReadOnly: true}, nil
+}
+
+// ensureAgentVolume uploads the agent into a volume named after its content
+// hash, so a new agent version gets a new volume and old instances keep theirs.
+func (d *Driver) ensureAgentVolume(ctx context.Context, bin string) (string, error) {
+	d.agent.mu.Lock()
+	defer d.agent.mu.Unlock()
+	if d.agent.volume != "" {
+		return d.agent.volume, nil
+	}
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		return "", fmt.Errorf("read sandbox agent: %w", err)
+	}
+	sum := sha256.Sum256(data)
+	name := "sandbox-agent-" + hex.EncodeToString(sum[:6])
+	cli, err := d.api()
+	if err != nil {
+		return "", err
+	}
+	if _, err := cli.VolumeInspect(ctx, name); err == nil {
+		d.agent.volume = name
+		return name, nil
+	}
+	labels := map[string]string{driver.LabelManagedBy: driver.ManagedByValue}
+	if err := d.createVolume(ctx, name, labels); err != nil {
+		return "", err
+	}
+	var buf bytes.Buffer
+	if err := tarSingleFile(&buf, path.Base(agent.PathInInstance), data, 0o755); err != nil {
+		return "", err
+	}
+	if err := d.seedVolume(ctx, name, &buf); err != nil {
+		_ = cli.VolumeRemove(context.WithoutCancel(ctx), name, true)
+		return "", err
+	}
+	d.agent.volume = name
+	return name, nil
+}
+
+// ensureSeedImage builds seedImage if the engine lacks it.
+func (d *Driver) ensureSeedImage(ctx context.Context) error {
+	d.agent.seedMu.Lock()
+	defer d.agent.seedMu.Unlock()
+	if d.agent.seedDone {
+		return nil
+	}
+	cli, err := d.api()
+	if err != nil {
+		return err
+	}
+	if _, err := cli.ImageInspect(ctx, seedImage); err != nil {
+		var ctxTar bytes.Buffer
+		if err := tarFiles(&ctxTar, map[string]tarEntry{
+			"Dockerfile": {data: []byte("FROM scratch\nCOPY seed /.sandbox-seed\n"), mode: 0o644},
+			"seed":       {data: []byte("sandbox seed image\n"), mode: 0o644},
+		}); err != nil {
+			return err
+		}
+		labels := map[string]string{driver.LabelManagedBy: driver.ManagedByValue}
+		resp, err := cli.ImageBuild(ctx, &ctxTar, build.ImageBuildOptions{
+			Tags: []string{seedImage}, Labels: labels, Remove: true, ForceRemove: true,
+			Version: build.BuilderV1,
+		})
+		if err != nil {
+			return d.wrap(err, "build helper image %s", seedImage)
+		}
+		_, err = readBuildStream(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return d.wrap(err, "build helper image %s", seedImage)
+		}
+	}
+	d.agent.seedDone = true
+	return nil
+}
+
+// seedVolume copies a tar stream into a volume. It creates (never starts) a
+// container of the seed image with the volume at /seed and copies into it:
+// the engine mounts the volume for the copy, which works without a running
+// process, without a registry and without any tool in an image.
+func (d *Driver) seedVolume(ctx context.Context, volume string, content io.Reader) error {
+	if err := d.ensureSeedImage(ctx); err != nil {
+		return err
+	}
+	cli, err := d.api()
+	if err != nil {
+		return err
+	}
+	created, err := cli.ContainerCreate(ctx,
+		&container.Config{
+			Image:  seedImage,
+			Cmd:    []string{"/.sandbox-seed"},
+			Labels: driver.ScopeLabels(d.backend),
+		},
+		&container.HostConfig{
+			NetworkMode: "none",
+			Mounts:      []mount.Mount{{Type: mount.TypeVolume, Source: volume, Target: "/seed"}},
+		}, nil, nil, "")
+	if err != nil {
+		return d.wrap(err, "seed volume %q: create helper container", volume)
+	}
+	defer func() {
+		_ = cli.ContainerRemove(context.WithoutCancel(ctx), created.ID, container.RemoveOptions{Force: true})
+	}()
+	if err := cli.CopyToContainer(ctx, created.ID, "/seed", content, container.CopyToContainerOptions{}); err != nil {
+		return d.wrap(err, "seed volume %q: copy files", volume)
+	}
+	return nil
+}

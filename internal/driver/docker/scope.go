@@ -1,0 +1,158 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	cerrdefs "github.com/containerd/errdefs"
+
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/api/types/volume"
+
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
+)
+
+// networkName is the backend's user-defined bridge network.
+func (d *Driver) networkName() string { return "sandbox-" + d.backend }
+
+// objectName is the engine name of a backend's container or volume.
+func (d *Driver) objectName(name string) string { return d.backend + "-" + name }
+
+// EnsureScope creates the backend network if missing. Concurrent callers in
+// this process wait for one creation; across processes the engine's
+// duplicate-name check (which the client always requests) makes the loser
+// fail with a conflict, which counts as success.
+func (d *Driver) EnsureScope(ctx context.Context) error {
+	d.scopeMu.Lock()
+	defer d.scopeMu.Unlock()
+	if d.scopeReady {
+		return nil
+	}
+	cli, err := d.api()
+	if err != nil {
+		return err
+	}
+	name := d.networkName()
+	if _, err := cli.NetworkInspect(ctx, name, network.InspectOptions{}); err == nil {
+		d.scopeReady = true
+		return nil
+	} else if !errors.Is(d.wrap(err, ""), driver.ErrNotFound) {
+		return d.wrap(err, "network %q", name)
+	}
+	_, err = cli.NetworkCreate(ctx, name, network.CreateOptions{
+		Driver:   "bridge",
+		Internal: d.dc.Internal,
+		Labels:   driver.ObjectLabels(d.backend, d.cfg.Labels, nil),
+	})
+	if err != nil && !isConflict(err) {
+		return d.wrap(err, "create network %q", name)
+	}
+	d.scopeReady = true
+	return nil
+}
+
+// isConflict reports an "already exists" answer from the engine.
+func isConflict(err error) bool {
+	return err != nil && cerrdefs.IsConflict(err)
+}
+
+// DeleteScope removes the backend network; a missing one counts as done.
+func (d *Driver) DeleteScope(ctx context.Context) error {
+	cli, err := d.api()
+	if err != nil {
+		return err
+	}
+	d.scopeMu.Lock()
+	defer d.scopeMu.Unlock()
+	d.scopeReady = false
+	err = cli.NetworkRemove(ctx, d.networkName())
+	if err != nil && !errors.Is(d.wrap(err, ""), driver.ErrNotFound) {
+		return d.wrap(err, "delete network %q (instances still attached?)", d.networkName())
+	}
+	return nil
+}
+
+// CreateVolume creates the named volume and seeds it from SourceDir. A
+// volume of that name that already exists is reported, not adopted.
+func (d *Driver) CreateVolume(ctx context.Context, spec driver.VolumeSpec) (driver.Volume, error) {
+	cli, err := d.api()
+	if err != nil {
+		return driver.Volume{}, err
+	}
+	name := d.objectName(spec.Name)
+	if _, err := cli.VolumeInspect(ctx, name); err == nil {
+		return driver.Volume{}, fmt.Errorf("docker backend %q: volume %q: %w", d.backend, name, driver.ErrAlreadyExists)
+	}
+	labels := driver.ObjectLabels(d.backend, nil, spec.Labels)
+	labels[driver.LabelName] = spec.Name
+	if err := d.createVolume(ctx, name, labels); err != nil {
+		return driver.Volume{}, err
+	}
+	if spec.SourceDir != "" {
+		if err := d.seedFromDir(ctx, name, spec.SourceDir); err != nil {
+			_ = cli.VolumeRemove(context.WithoutCancel(ctx), name, true)
+			return driver.Volume{}, err
+		}
+	}
+	return driver.Volume{Name: spec.Name, Labels: labels}, nil
+}
+
+func (d *Driver) createVolume(ctx context.Context, name string, labels map[string]string) error {
+	cli, err := d.api()
+	if err != nil {
+		return err
+	}
+	_, err = cli.VolumeCreate(ctx, volume.CreateOptions{Name: name, Driver: "local", Labels: labels})
+	return d.wrap(err, "create volume %q", name)
+}
+
+// seedFromDir copies the directory's contents (not the directory itself)
+// into the volume's root.
+func (d *Driver) seedFromDir(ctx context.Context, name, dir string) error {
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return fmt.Errorf("docker backend %q: volume %q: source %s is not a readable directory (%v)", d.backend, name, dir, err)
+	}
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(tarDir(pw, dir, nil, nil)) }()
+	defer pr.Close()
+	return d.seedVolume(ctx, name, pr)
+}
+
+// InspectVolume finds a volume of this backend by its user-facing name.
+func (d *Driver) InspectVolume(ctx context.Context, name string) (driver.Volume, error) {
+	cli, err := d.api()
+	if err != nil {
+		return driver.Volume{}, err
+	}
+	v, err := cli.VolumeInspect(ctx, d.objectName(name))
+	if err != nil {
+		return driver.Volume{}, d.wrap(err, "volume %q", d.objectName(name))
+	}
+	return driver.Volume{Name: name, Labels: v.Labels}, nil
+}
+
+// DeleteVolume removes the volume; not found counts as done.
+func (d *Driver) DeleteVolume(ctx context.Context, name string) error {
+	cli, err := d.api()
+	if err != nil {
+		return err
+	}
+	err = cli.VolumeRemove(ctx, d.objectName(name), false)
+	if err != nil && !errors.Is(d.wrap(err, ""), driver.ErrNotFound) {
+		return d.wrap(err, "delete volume %q", d.objectName(name))
+	}
+	return nil
+}
+
+// scopeFilter selects this backend's objects in list calls.
+func (d *Driver) scopeFilter() filters.Args {
+	f := filters.NewArgs()
+	for k, v := range driver.ScopeLabels(d.backend) {
+		f.Add("label", k+"="+v)
+	}
+	return f
+}

@@ -1,0 +1,132 @@
+package incus_test
+
+// Acceptance tests against a real incusd (scripts/setup-incus.sh), gated by
+// SANDBOX_ACC_INCUS: unset skips, set with no answering server fails.
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/agent"
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver/drivertest"
+	_ "github.com/sandboxfleet/terraform-provider-sandbox/internal/driver/incus"
+)
+
+// fixtureImage is imported by scripts/setup-incus.sh into the default project.
+const fixtureImage = "sandbox-fixture/busybox"
+
+func preCheck(t *testing.T) {
+	t.Helper()
+	if os.Getenv("SANDBOX_ACC_INCUS") == "" {
+		t.Skip("SANDBOX_ACC_INCUS is not set (run scripts/setup-incus.sh, then set it)")
+	}
+	ensureAgentBinary(t)
+}
+
+var (
+	agentOnce sync.Once
+	agentPath string
+	agentErr  error
+)
+
+// ensureAgentBinary points SANDBOX_AGENT_BINARY at a static agent: the test
+// binary itself is neither static-for-sure nor the agent.
+func ensureAgentBinary(t *testing.T) {
+	t.Helper()
+	if p := os.Getenv(agent.EnvBinary); p != "" {
+		return
+	}
+	agentOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "incus-agent-")
+		if err != nil {
+			agentErr = err
+			return
+		}
+		agentPath = filepath.Join(dir, agent.BinaryName)
+		_, file, _, _ := runtime.Caller(0)
+		root := filepath.Join(filepath.Dir(file), "..", "..", "..")
+		cmd := exec.Command("go", "build", "-o", agentPath, "./cmd/sandbox-agent")
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			agentErr = err
+			t.Logf("%s", out)
+		}
+	})
+	if agentErr != nil {
+		t.Fatalf("build the sandbox agent: %v", agentErr)
+	}
+	t.Setenv(agent.EnvBinary, agentPath)
+}
+
+func uniqueName(prefix string) string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return prefix + "-" + hex.EncodeToString(b)
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// openBackend opens a driver on a fresh backend (project tf-acc-XXXX) and
+// fails when the server does not answer.
+func openBackend(t *testing.T, mutate func(*driver.IncusConfig)) driver.Driver {
+	t.Helper()
+	ic := &driver.IncusConfig{}
+	if mutate != nil {
+		mutate(ic)
+	}
+	cfg := driver.Config{Driver: driver.Incus, Name: uniqueName("tf-acc"), Incus: ic}
+	d, err := driver.Open(testCtx(t), cfg)
+	if err != nil {
+		t.Fatalf("open incus driver: %v", err)
+	}
+	if _, err := d.Info(testCtx(t)); err != nil {
+		t.Fatalf("SANDBOX_ACC_INCUS is set but incusd does not answer: %v", err)
+	}
+	return d
+}
+
+func TestConformance(t *testing.T) {
+	preCheck(t)
+	drivertest.Run(t, drivertest.Harness{
+		Open:  func(t *testing.T) driver.Driver { return openBackend(t, nil) },
+		Image: fixtureImage,
+	})
+}
+
+func TestConformanceDynamicPorts(t *testing.T) {
+	preCheck(t)
+	drivertest.Run(t, drivertest.Harness{
+		Open: func(t *testing.T) driver.Driver {
+			return openBackend(t, func(c *driver.IncusConfig) { c.PortStrategy = driver.PortStrategyDynamic })
+		},
+		Image: fixtureImage,
+		Skip:  onlyPorts(),
+	})
+}
+
+// onlyPorts skips every conformance subtest but Ports.
+func onlyPorts() map[string]string {
+	skip := map[string]string{}
+	for _, n := range []string{
+		drivertest.TestInfo, drivertest.TestScopeIdempotent, drivertest.TestLifecycle, drivertest.TestExecEnv,
+		drivertest.TestFiles, drivertest.TestCreateStopped, drivertest.TestVolumes, drivertest.TestLifetime,
+		drivertest.TestLimits, drivertest.TestCreateFailure, drivertest.TestDetachedExec, drivertest.TestConcurrentCreates,
+	} {
+		skip[n] = "covered by TestConformance; this run checks the dynamic port strategy"
+	}
+	return skip
+}

@@ -1,0 +1,44 @@
+package incus
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+
+	"github.com/lxc/incus/v6/shared/api"
+
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
+)
+
+// translate maps Incus errors onto the driver's sentinels, keeping the
+// server's message. Errors that already wrap a sentinel pass unchanged.
+func translate(err error) error {
+	for _, s := range []error{driver.ErrNotFound, driver.ErrAlreadyExists, driver.ErrUnsupported, driver.ErrUnavailable} {
+		if errors.Is(err, s) {
+			return err
+		}
+	}
+	switch {
+	case api.StatusErrorCheck(err, http.StatusNotFound), isNotFoundMessage(err):
+		return fmt.Errorf("%v: %w", err, driver.ErrNotFound)
+	case api.StatusErrorCheck(err, http.StatusConflict), strings.Contains(err.Error(), "already exists"):
+		return fmt.Errorf("%v: %w", err, driver.ErrAlreadyExists)
+	case isConnError(err):
+		return fmt.Errorf("%v: %w", err, driver.ErrUnavailable)
+	}
+	return err
+}
+
+// isNotFoundMessage catches not-found errors that lost their status code
+// on the way (operation results carry only the message).
+func isNotFoundMessage(err error) bool {
+	msg := strings.ToLower(err.Error())
+	return strings.HasSuffix(msg, "not found") || strings.Contains(msg, "not found:")
+}
+
+func isConnError(err error) bool {
+	var ne *net.OpError
+	return errors.As(err, &ne)
+}

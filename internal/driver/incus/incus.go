@@ -1,0 +1,131 @@
+// Package incus is the Incus backend: system containers and virtual
+// machines on a local or remote Incus server, through the Incus Go client.
+//
+// Every backend is an Incus project (IncusConfig.Project, default the backend
+// name). Objects carry the provider's labels as user.<key> config keys (see
+// keys.go), so ListInstances is one filtered call with recursion.
+package incus
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	incus "github.com/lxc/incus/v6/client"
+
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/portalloc"
+)
+
+func init() { driver.Register(driver.Incus, Open) }
+
+// Defaults for the engine-side names a backend uses.
+const (
+	DefaultStoragePool = "default"
+	DefaultNetwork     = "incusbr0"
+)
+
+// Driver is one Incus backend. The server connection is opened on first use
+// and shared by every call; the client is safe for concurrent use.
+type Driver struct {
+	backend string
+	cfg     driver.IncusConfig
+	labels  map[string]string // provider-level labels
+	remote  bool              // https: the daemon is not on this host
+
+	mu     sync.Mutex
+	server incus.InstanceServer // scoped to the backend's project; nil until connected
+	images imageCache           // image reference -> fingerprint, briefly
+
+	loopback *portalloc.Allocator // loopback_ip strategy, per-process reservations
+	portMu   sync.Mutex   // guards ports
+	ports    map[int]bool // dynamic host ports reserved in this process
+}
+
+var _ driver.Driver = (*Driver)(nil)
+
+// Open returns a driver for cfg without contacting the server.
+func Open(_ context.Context, cfg driver.Config) (driver.Driver, error) {
+	if cfg.Incus == nil {
+		return nil, fmt.Errorf("incus backend %q: no incus settings in the backend configuration", cfg.Name)
+	}
+	ic := *cfg.Incus
+	if ic.Project == "" {
+		ic.Project = cfg.Name
+	}
+	if ic.StoragePool == "" {
+		ic.StoragePool = DefaultStoragePool
+	}
+	if ic.Network == "" {
+		ic.Network = DefaultNetwork
+	}
+	if ic.PortStrategy == "" {
+		ic.PortStrategy = driver.PortStrategyLoopbackIP
+	}
+	remote, err := isRemote(ic.Address)
+	if err != nil {
+		return nil, fmt.Errorf("incus backend %q: %w", cfg.Name, err)
+	}
+	return &Driver{
+		backend:  cfg.Name,
+		cfg:      ic,
+		labels:   cfg.Labels,
+		remote:   remote,
+		loopback: portalloc.NewAllocator(portalloc.Loopback),
+		ports:    map[int]bool{},
+	}, nil
+}
+
+// client returns the project-scoped connection, connecting on first use. A
+// failed connect is not cached, so a later call retries.
+func (d *Driver) client(ctx context.Context) (incus.InstanceServer, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.server != nil {
+		return d.server, nil
+	}
+	s, err := connect(ctx, d.cfg)
+	if err != nil {
+		return nil, fmt.Errorf("incus backend %q: connect to %s: %v: %w", d.backend, d.address(), err, driver.ErrUnavailable)
+	}
+	d.server = s.UseProject(d.cfg.Project)
+	return d.server, nil
+}
+
+// global returns the connection outside any project (for server-wide calls
+// such as projects and resources).
+func (d *Driver) global(ctx context.Context) (incus.InstanceServer, error) {
+	s, err := d.client(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.UseProject("default"), nil
+}
+
+func (d *Driver) address() string {
+	if d.cfg.Address == "" {
+		return "the local socket"
+	}
+	return d.cfg.Address
+}
+
+// Close drops the connection.
+func (d *Driver) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.server != nil {
+		d.server.Disconnect()
+		d.server = nil
+	}
+	return nil
+}
+
+// errf wraps err with the backend and the object it concerns, translating
+// Incus' "not found" into driver.ErrNotFound.
+func (d *Driver) errf(err error, format string, a ...any) error {
+	if err == nil {
+		return nil
+	}
+	what := fmt.Sprintf(format, a...)
+	return fmt.Errorf("incus backend %q: %s: %w", d.backend, what, translate(err))
+}

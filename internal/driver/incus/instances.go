@@ -1,0 +1,435 @@
+package incus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	incus "github.com/lxc/incus/v6/client"
+	"github.com/lxc/incus/v6/shared/api"
+
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/agent"
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
+)
+
+// CreateInstance creates the instance, places the agent and the files, and
+// starts it when asked. On error everything it created is deleted again.
+func (d *Driver) CreateInstance(ctx context.Context, spec driver.InstanceSpec) (driver.Instance, error) {
+	c, err := d.client(ctx)
+	if err != nil {
+		return driver.Instance{}, err
+	}
+	plan, release, err := d.planInstance(ctx, c, spec)
+	defer release()
+	if err != nil {
+		return driver.Instance{}, d.errf(err, "instance %q", spec.Name)
+	}
+	req, err := buildInstance(plan)
+	if err != nil {
+		return driver.Instance{}, d.errf(err, "instance %q", spec.Name)
+	}
+	// Start in the create call unless something must be copied in first.
+	dirs, files := prestart(spec)
+	req.Start = spec.Running && len(dirs)+len(files) == 0 && !d.uploadsAgent(spec) && spec.Type != driver.TypeVM
+	op, err := c.CreateInstance(req)
+	if err == nil {
+		err = op.WaitContext(ctx)
+	}
+	if err != nil {
+		d.cleanupInstance(c, spec.Name)
+		return driver.Instance{}, d.errf(err, "create instance %q", spec.Name)
+	}
+	if err := d.finishCreate(ctx, c, spec, plan, req.Start); err != nil {
+		d.cleanupInstance(c, spec.Name)
+		return driver.Instance{}, err
+	}
+	return d.InspectInstance(ctx, d.instanceID(spec.Name))
+}
+
+// Instance IDs are "PROJECT/NAME": names are unique only within a project,
+// and two backends may use the same name. A bare NAME is accepted too.
+func (d *Driver) instanceID(name string) string { return d.cfg.Project + "/" + name }
+
+// nameOf returns the instance name of id, or ErrNotFound for an ID of
+// another project.
+func (d *Driver) nameOf(id string) (string, error) {
+	project, name, ok := strings.Cut(id, "/")
+	if !ok {
+		return id, nil
+	}
+	if project != d.cfg.Project {
+		return "", fmt.Errorf("incus backend %q: instance %q belongs to project %q, not %q: %w", d.backend, id, project, d.cfg.Project, driver.ErrNotFound)
+	}
+	return name, nil
+}
+
+// finishCreate copies the agent and files in, starts the instance and, on
+// system containers with a lifetime, launches the expiry watcher.
+func (d *Driver) finishCreate(ctx context.Context, c incus.InstanceServer, spec driver.InstanceSpec, plan instancePlan, started bool) error {
+	if spec.Type == driver.TypeVM {
+		// A VM takes files only through its guest agent, once booted.
+		if spec.Running {
+			if err := d.start(ctx, c, spec.Name); err != nil {
+				return err
+			}
+		}
+		if err := d.copyFilesWhenReady(ctx, c, spec.Name, spec.Files); err != nil {
+			return err
+		}
+		return d.startWatcher(ctx, c, spec, plan.Deadline)
+	}
+	if d.uploadsAgent(spec) {
+		if err := d.uploadAgent(ctx, c, spec.Name); err != nil {
+			return err
+		}
+	}
+	dirs, files := prestart(spec)
+	if err := d.putAll(ctx, c, spec.Name, dirs, files); err != nil {
+		return err
+	}
+	if spec.Running && !started {
+		if err := d.start(ctx, c, spec.Name); err != nil {
+			return err
+		}
+	}
+	if spec.Running {
+		return d.startWatcher(ctx, c, spec, plan.Deadline)
+	}
+	return nil
+}
+
+// uploadsAgent: a remote server cannot bind-mount our binary, so it is copied.
+func (d *Driver) uploadsAgent(spec driver.InstanceSpec) bool {
+	return d.remote && needsAgent(spec) && spec.Type != driver.TypeVM
+}
+
+// planInstance resolves the image, the networks, the agent and the ports.
+// release frees port reservations once the instance records them.
+func (d *Driver) planInstance(ctx context.Context, c incus.InstanceServer, spec driver.InstanceSpec) (instancePlan, func(), error) {
+	release := func() {}
+	fp, imgProject, err := d.resolveImage(ctx, c, spec.Image)
+	if err != nil {
+		return instancePlan{}, release, err
+	}
+	plan := instancePlan{
+		Spec: spec, ImageFP: fp, ImageProject: imgProject,
+		Pool: d.cfg.StoragePool, Network: d.cfg.Network,
+	}
+	if spec.Network == driver.NetworkBridge {
+		if plan.BridgeNetwork, err = d.bridgeNetwork(ctx); err != nil {
+			return plan, release, err
+		}
+	}
+	if spec.Lifetime > 0 {
+		// Whole seconds, rounded up: the label is RFC 3339 without fractions
+		// and must never claim an earlier deadline than the agent keeps.
+		plan.Deadline = time.Now().Add(spec.Lifetime).Add(time.Second - 1).Truncate(time.Second).UTC()
+	}
+	if needsAgent(spec) && !d.remote && spec.Type != driver.TypeVM {
+		if plan.AgentHostPath, err = agent.BinaryPath(); err != nil {
+			return plan, release, err
+		}
+	}
+	labels := d.objectLabels(spec.Labels)
+	labels[driver.LabelName] = spec.Name
+	if !plan.Deadline.IsZero() {
+		labels[driver.LabelExpiresAt] = plan.Deadline.Format(time.RFC3339)
+	}
+	if len(spec.Ports) > 0 {
+		labels[driver.LabelPorts] = portsLabel(spec.Ports)
+		var ip string
+		plan.Ports, ip, release, err = d.allocatePorts(ctx, spec)
+		if err != nil {
+			return plan, release, err
+		}
+		if ip != "" {
+			labels[driver.LabelLoopbackIP] = ip
+		}
+	}
+	plan.Labels = labels
+	return plan, release, nil
+}
+
+// bridgeNetwork is the NIC network of the default project's default profile:
+// the engine's default network.
+func (d *Driver) bridgeNetwork(ctx context.Context) (string, error) {
+	g, err := d.global(ctx)
+	if err != nil {
+		return "", err
+	}
+	p, _, err := g.GetProfile("default")
+	if err != nil {
+		return "", fmt.Errorf("read the default profile for network = bridge: %w", err)
+	}
+	for _, dev := range p.Devices {
+		if dev["type"] == "nic" && dev["network"] != "" {
+			return dev["network"], nil
+		}
+	}
+	return "", fmt.Errorf("network = bridge: the default profile has no managed NIC: %w", driver.ErrUnsupported)
+}
+
+// cleanupInstance deletes a half-created instance. It runs after ctx may
+// have expired, so it has its own short deadline.
+func (d *Driver) cleanupInstance(c incus.InstanceServer, name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_ = d.forceDelete(ctx, c, name)
+}
+
+// InspectInstance returns one instance with its state.
+func (d *Driver) InspectInstance(ctx context.Context, id string) (driver.Instance, error) {
+	id, err := d.nameOf(id)
+	if err != nil {
+		return driver.Instance{}, err
+	}
+	c, err := d.client(ctx)
+	if err != nil {
+		return driver.Instance{}, err
+	}
+	inst, _, err := c.GetInstanceFull(id)
+	if err != nil {
+		return driver.Instance{}, d.errf(err, "instance %q", id)
+	}
+	if !d.ours(inst.Config) {
+		return driver.Instance{}, d.errf(notOurs, "instance %q", id)
+	}
+	return d.observe(inst), nil
+}
+
+// notOurs makes an instance without our labels look absent.
+var notOurs = fmt.Errorf("exists but was not created by this backend: %w", driver.ErrNotFound)
+
+// ListInstances is one call: the project's instances with their state,
+// filtered on our labels by the server.
+func (d *Driver) ListInstances(ctx context.Context) ([]driver.Instance, error) {
+	c, err := d.client(ctx)
+	if err != nil {
+		return nil, err
+	}
+	list, err := c.GetInstancesFullWithFilter(api.InstanceTypeAny, d.scopeFilter())
+	if err != nil {
+		if api.StatusErrorCheck(err, 404) {
+			return nil, nil // the project is gone: nothing of ours is left
+		}
+		return nil, d.errf(err, "list instances")
+	}
+	out := make([]driver.Instance, 0, len(list))
+	for i := range list {
+		if d.ours(list[i].Config) {
+			out = append(out, d.observe(&list[i]))
+		}
+	}
+	return out, nil
+}
+
+// observe converts an Incus instance to ours.
+func (d *Driver) observe(inst *api.InstanceFull) driver.Instance {
+	labels := labelsFromConfig(inst.Config)
+	out := driver.Instance{
+		ID:         d.instanceID(inst.Name),
+		Name:       inst.Name,
+		Type:       driver.TypeContainer,
+		Image:      inst.Config["volatile.base_image"],
+		Labels:     labels,
+		LoopbackIP: labels[driver.LabelLoopbackIP],
+		CreatedAt:  inst.CreatedAt,
+		Endpoints:  map[string]string{},
+	}
+	if inst.Type == string(api.InstanceTypeVM) {
+		out.Type = driver.TypeVM
+	}
+	if t, err := time.Parse(time.RFC3339, labels[driver.LabelExpiresAt]); err == nil {
+		out.ExpiresAt = t
+	}
+	out.Status = status(inst, out.ExpiresAt, time.Now())
+	if inst.State != nil {
+		out.IPAddress = ipv4(inst.State)
+	}
+	d.fillEndpoints(&out, inst)
+	return out
+}
+
+// status maps Incus' state; a stopped instance past its deadline expired,
+// and one that never ran (no recorded power state) is "created".
+func status(inst *api.InstanceFull, expires, now time.Time) string {
+	switch inst.StatusCode {
+	case api.Running, api.Frozen, api.Freezing:
+		return driver.StatusRunning
+	case api.Stopped:
+		switch {
+		case !expires.IsZero() && !now.Before(expires):
+			return driver.StatusExpired
+		case inst.Config["volatile.last_state.power"] == "":
+			return driver.StatusCreated
+		}
+		return driver.StatusStopped
+	case api.Error:
+		return driver.StatusUnknown
+	}
+	return driver.StatusUnknown
+}
+
+// ipv4 picks the first global IPv4 address of a non-loopback interface.
+func ipv4(st *api.InstanceState) string {
+	for _, name := range []string{devNIC} {
+		if addr := globalAddr(st.Network[name]); addr != "" {
+			return addr
+		}
+	}
+	for name, n := range st.Network {
+		if name == "lo" {
+			continue
+		}
+		if addr := globalAddr(n); addr != "" {
+			return addr
+		}
+	}
+	return ""
+}
+
+func globalAddr(n api.InstanceStateNetwork) string {
+	for _, a := range n.Addresses {
+		if a.Family == "inet" && a.Scope == "global" {
+			return a.Address
+		}
+	}
+	return ""
+}
+
+// StartInstance starts a stopped instance and re-launches its lifetime
+// watcher (system containers).
+func (d *Driver) StartInstance(ctx context.Context, id string) error {
+	id, err := d.nameOf(id)
+	if err != nil {
+		return err
+	}
+	c, err := d.client(ctx)
+	if err != nil {
+		return err
+	}
+	inst, _, err := c.GetInstance(id)
+	if err != nil {
+		return d.errf(err, "instance %q", id)
+	}
+	if inst.StatusCode == api.Running {
+		return nil
+	}
+	if err := d.start(ctx, c, id); err != nil {
+		return err
+	}
+	spec := driver.InstanceSpec{Name: id, Type: driver.TypeContainer}
+	if inst.Type == string(api.InstanceTypeVM) {
+		spec.Type = driver.TypeVM
+	}
+	if inst.Config[keyCommand] == "1" {
+		spec.Command = []string{"-"} // the agent is PID 1 and handles the deadline
+	}
+	deadline, _ := time.Parse(time.RFC3339, inst.Config[labelKey(driver.LabelExpiresAt)])
+	return d.startWatcher(ctx, c, spec, deadline)
+}
+
+func (d *Driver) start(ctx context.Context, c incus.InstanceServer, name string) error {
+	return d.setState(ctx, c, name, api.InstanceStatePut{Action: "start"})
+}
+
+// StopInstance stops gracefully within grace, then forcibly.
+func (d *Driver) StopInstance(ctx context.Context, id string, grace time.Duration) error {
+	id, err := d.nameOf(id)
+	if err != nil {
+		return err
+	}
+	c, err := d.client(ctx)
+	if err != nil {
+		return err
+	}
+	if grace > 0 {
+		err := d.setState(ctx, c, id, api.InstanceStatePut{Action: "stop", Timeout: int(grace.Round(time.Second) / time.Second)})
+		if err == nil || driver.IsNotFound(err) {
+			return err
+		}
+	}
+	return d.setState(ctx, c, id, api.InstanceStatePut{Action: "stop", Force: true})
+}
+
+// setState runs a state change and waits for it; "already in that state" is
+// success.
+func (d *Driver) setState(ctx context.Context, c incus.InstanceServer, name string, st api.InstanceStatePut) error {
+	op, err := c.UpdateInstanceState(name, st, "")
+	if err == nil {
+		err = op.WaitContext(ctx)
+	}
+	if err != nil && alreadyInState(err) {
+		return nil
+	}
+	return d.errf(err, "%s instance %q", st.Action, name)
+}
+
+func alreadyInState(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "already running") || strings.Contains(msg, "already stopped") ||
+		strings.Contains(msg, "is not running")
+}
+
+// UpdateInstance replaces the limit keys in place (live on running containers).
+func (d *Driver) UpdateInstance(ctx context.Context, id string, limits driver.Limits) error {
+	id, err := d.nameOf(id)
+	if err != nil {
+		return err
+	}
+	c, err := d.client(ctx)
+	if err != nil {
+		return err
+	}
+	inst, etag, err := c.GetInstance(id)
+	if err != nil {
+		return d.errf(err, "instance %q", id)
+	}
+	typ := driver.TypeContainer
+	if inst.Type == string(api.InstanceTypeVM) {
+		typ = driver.TypeVM
+	}
+	lim, err := limitsConfig(typ, limits)
+	if err != nil {
+		return d.errf(err, "instance %q", id)
+	}
+	put := inst.Writable()
+	for _, k := range limitKeys {
+		delete(put.Config, k)
+	}
+	for k, v := range lim {
+		put.Config[k] = v
+	}
+	op, err := c.UpdateInstance(id, put, etag)
+	if err == nil {
+		err = op.WaitContext(ctx)
+	}
+	return d.errf(err, "update limits of instance %q", id)
+}
+
+// DeleteInstance force-stops and deletes the instance.
+func (d *Driver) DeleteInstance(ctx context.Context, id string) error {
+	id, err := d.nameOf(id)
+	if err != nil {
+		return err
+	}
+	c, err := d.client(ctx)
+	if err != nil {
+		return err
+	}
+	return d.forceDelete(ctx, c, id)
+}
+
+func (d *Driver) forceDelete(ctx context.Context, c incus.InstanceServer, name string) error {
+	err := d.setState(ctx, c, name, api.InstanceStatePut{Action: "stop", Force: true})
+	if err != nil && !errors.Is(err, driver.ErrNotFound) {
+		return err
+	}
+	op, err := c.DeleteInstance(name)
+	if err == nil {
+		err = op.WaitContext(ctx)
+	}
+	return d.errf(err, "delete instance %q", name)
+}

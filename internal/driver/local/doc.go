@@ -1,0 +1,2 @@
+// Package local is the daemonless backend (driver "local"): TODO full doc.
+package local

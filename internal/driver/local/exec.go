@@ -1,0 +1,274 @@
+package local
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/agent"
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
+)
+
+// Exec runs a command in a running instance. With bwrap it enters the
+// namespaces of the sandbox's PID 1 (nsenter), so every exec shares one
+// network, PID and mount namespace: a service started by one exec is
+// reached by the next, as in a container.
+func (d *Driver) Exec(ctx context.Context, id string, spec driver.ExecSpec) (driver.ExecResult, error) {
+	st, err := d.readState(id)
+	if err != nil {
+		return driver.ExecResult{}, err
+	}
+	if !st.alive() {
+		return driver.ExecResult{}, d.errf("instance %q is %s, not running; start it before running commands", id, d.status(st))
+	}
+	if len(spec.Command) == 0 {
+		return driver.ExecResult{}, d.errf("instance %q: exec: empty command", id)
+	}
+	argv := spec.Command
+	if spec.Detach {
+		if argv, err = d.serviceArgv(st, spec); err != nil {
+			return driver.ExecResult{}, d.errf("instance %q: %w", id, err)
+		}
+	}
+	cmd, err := d.execCmd(ctx, st, spec, argv)
+	if err != nil {
+		return driver.ExecResult{}, d.errf("instance %q: exec: %w", id, err)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdin = bytes.NewReader(spec.Stdin)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	res := driver.ExecResult{Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}
+	var exitErr *exec.ExitError
+	switch {
+	case errors.As(err, &exitErr):
+		res.ExitCode = exitErr.ExitCode()
+		if ctx.Err() != nil {
+			return res, d.errf("instance %q: exec %q: %w", id, spec.Command[0], ctx.Err())
+		}
+	case err != nil:
+		return res, d.errf("instance %q: exec %q: %w", id, spec.Command[0], err)
+	}
+	return res, nil
+}
+
+// serviceArgv wraps the command in the agent's `service`, which detaches it.
+// Its pid goes to LogPath + ".pid".
+func (d *Driver) serviceArgv(st *instanceState, spec driver.ExecSpec) ([]string, error) {
+	log := spec.LogPath
+	if log == "" {
+		log = "/tmp/sandbox-service-" + strconv.FormatInt(time.Now().UnixNano(), 36) + ".log"
+	}
+	wd := spec.Workdir
+	argv := agent.ServiceCommand(log, log+".pid", wd, spec.Command)
+	if d.isolation == driver.IsolationNone {
+		hostLog, err := d.hostPath(st, log)
+		if err != nil {
+			return nil, fmt.Errorf("log %s: %w", log, err)
+		}
+		if wd != "" {
+			if wd, err = d.hostPath(st, wd); err != nil {
+				return nil, err
+			}
+		}
+		agentPath, err := d.agentBinary()
+		if err != nil {
+			return nil, err
+		}
+		argv = agent.ServiceCommand(hostLog, hostLog+".pid", wd, spec.Command)
+		argv[0] = agentPath
+	}
+	return argv, nil
+}
+
+// execCmd builds the process of one exec: it joins the instance's cgroups
+// first, then nsenter (bwrap) or the plain command (none).
+func (d *Driver) execCmd(ctx context.Context, st *instanceState, spec driver.ExecSpec, argv []string) (*exec.Cmd, error) {
+	uid, gid, err := d.execUser(st, spec.User)
+	if err != nil {
+		return nil, err
+	}
+	env := map[string]string{}
+	for _, kv := range d.instanceEnv(st) {
+		k, v, _ := cutEnv(kv)
+		env[k] = v
+	}
+	for k, v := range spec.Env {
+		env[k] = v
+	}
+	wd := spec.Workdir
+	if wd == "" {
+		wd = workdirOf(st.Spec)
+	}
+	var full []string
+	sys := &syscall.SysProcAttr{Setpgid: true}
+	dir := "/" // nsenter re-opens its working directory after entering the mount namespace
+
+	if d.isolation == driver.IsolationNone {
+		if dir, err = d.hostPath(st, wd); err != nil {
+			return nil, fmt.Errorf("workdir %s: %w", wd, err)
+		}
+		if uid != 0 || gid != 0 {
+			sys.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+		}
+		full = argv
+	} else {
+		full = []string{d.nsenter, "--target", strconv.Itoa(st.Pid), "--mount", "--uts", "--ipc", "--net", "--pid", "--root", "--wdns=" + wd}
+		if st.UserNS {
+			full = append(full, "--user")
+		}
+		if st.UserNS || uid != 0 || gid != 0 {
+			full = append(full, "--setuid", strconv.Itoa(uid), "--setgid", strconv.Itoa(gid))
+		}
+		full = append(append(full, "--"), argv...)
+	}
+	if len(st.Cgroups) > 0 {
+		full = append([]string{d.shell, "-c", joinCgroups + `unset SBX_CGROUPS; exec "$@"`, "sh"}, full...)
+		env["SBX_CGROUPS"] = procsFiles(st.Cgroups)
+	}
+	cmd := exec.CommandContext(ctx, full[0], full[1:]...)
+	cmd.Env = envList(env)
+	cmd.Dir = dir
+	cmd.SysProcAttr = sys
+	// On cancel kill the whole group: nsenter's child is in it too.
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	// A process that keeps our pipes open (a badly detached service) must not hang us.
+	cmd.WaitDelay = 2 * time.Second
+	return cmd, nil
+}
+
+// execUser resolves an exec's user. In a user namespace only the instance's
+// own user is mapped, so that is the only one an exec can be.
+func (d *Driver) execUser(st *instanceState, spec string) (int, int, error) {
+	if spec == "" {
+		return st.UID, st.GID, nil
+	}
+	etc := "/etc"
+	if st.Lower != "" {
+		etc = filepath.Join(st.Lower, "etc")
+	}
+	uid, gid, err := resolveUser(spec, etc)
+	if err != nil {
+		return 0, 0, err
+	}
+	if st.UserNS && (uid != st.UID || gid != st.GID) {
+		return 0, 0, fmt.Errorf("user %q: this sandbox runs as %d:%d in its own user namespace, where no other user exists: %w", spec, st.UID, st.GID, driver.ErrUnsupported)
+	}
+	return uid, gid, nil
+}
+
+func cutEnv(kv string) (string, string, bool) {
+	for i := 0; i < len(kv); i++ {
+		if kv[i] == '=' {
+			return kv[:i], kv[i+1:], true
+		}
+	}
+	return kv, "", false
+}
+
+// hostPath maps a path of a none-isolation sandbox to the host: the workdir
+// is the workspace directory and volumes appear under it. Anything else
+// would be the host's own file system, which the driver does not write.
+func (d *Driver) hostPath(st *instanceState, p string) (string, error) {
+	ws := filepath.Join(d.instanceDir(st.Spec.Name), workspace)
+	if !filepath.IsAbs(p) {
+		return filepath.Join(ws, filepath.Clean("/"+p)), nil
+	}
+	if rel, ok := relUnder(workdirOf(st.Spec), p); ok {
+		return filepath.Join(ws, rel), nil
+	}
+	return "", fmt.Errorf("without isolation only paths under the workdir %s (the sandbox's own directory) can be used, not %s: %w", workdirOf(st.Spec), p, driver.ErrUnsupported)
+}
+
+// CopyFiles writes files into an instance: straight into a running
+// sandbox's file system, or staged for its next start when it is stopped.
+func (d *Driver) CopyFiles(_ context.Context, id string, files []driver.File) error {
+	if len(files) == 0 {
+		return nil
+	}
+	unlock, err := d.lockInstance(id)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	st, err := d.readState(id)
+	if err != nil {
+		return err
+	}
+	if err := d.stageFiles(st, files); err != nil {
+		return d.errf("instance %q: files: %w", id, err)
+	}
+	return nil
+}
+
+// stageFiles writes files now when they can reach their place (a running
+// bwrap sandbox, or the workspace without isolation) and otherwise keeps them
+// in pending/ until the next start.
+func (d *Driver) stageFiles(st *instanceState, files []driver.File) error {
+	for _, f := range files {
+		content, err := fileContent(f)
+		if err != nil {
+			return err
+		}
+		mode := f.Mode
+		if mode == 0 {
+			mode = 0o644
+		}
+		switch {
+		case d.isolation == driver.IsolationNone:
+			err = d.writeNone(st, f.Path, content, mode)
+		case st.Pid != 0 && st.alive():
+			err = writeFileInRoot(procRoot(st.Pid), f.Path, bytes.NewReader(content), mode, -1, -1)
+		default:
+			err = d.addPending(st, f.Path, content, mode)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", f.Path, err)
+		}
+	}
+	return nil
+}
+
+func procRoot(pid int) string { return "/proc/" + strconv.Itoa(pid) + "/root" }
+
+func fileContent(f driver.File) ([]byte, error) {
+	if f.Source == "" {
+		return f.Content, nil
+	}
+	b, err := os.ReadFile(f.Source)
+	if err != nil {
+		return nil, fmt.Errorf("%s: read source: %w", f.Path, err)
+	}
+	return b, nil
+}
+
+// writeNone writes a file of a none-isolation sandbox into its workspace
+// (or a volume linked there).
+func (d *Driver) writeNone(st *instanceState, p string, content []byte, mode os.FileMode) error {
+	hp, err := d.hostPath(st, p)
+	if err != nil {
+		return err
+	}
+	ws := filepath.Join(d.instanceDir(st.Spec.Name), workspace)
+	rel, _ := relUnder(ws, hp)
+	root := ws
+	// A volume target is a symlink to the volume: resolve inside the volume.
+	for _, m := range st.Spec.Mounts {
+		mrel, _ := relUnder(workdirOf(st.Spec), m.Target)
+		if r, ok := relUnder(mrel, rel); ok {
+			root, rel = d.volumeData(m.Volume), r
+		}
+	}
+	uid, gid := -1, -1
+	if st.UID != 0 || st.GID != 0 {
+		uid, gid = st.UID, st.GID
+	}
+	return writeFileInRoot(root, rel, bytes.NewReader(content), mode, uid, gid)
+}

@@ -1,0 +1,74 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
+)
+
+func TestLifecycle(t *testing.T) {
+	d := openTest(t, driver.IsolationBwrap)
+	ctx := context.Background()
+	spec := testSpec("life")
+	spec.Env = map[string]string{"TASK": "demo"}
+	spec.Labels = map[string]string{"role": "worker"}
+	in := mustCreate(t, d, spec)
+	if in.ID != "life" || in.Status != driver.StatusRunning {
+		t.Fatalf("created %+v, want id life, running", in)
+	}
+	if in.Labels["role"] != "worker" || in.Labels[driver.LabelBackend] != d.backend {
+		t.Errorf("labels %v", in.Labels)
+	}
+	if got := sh(t, d, "life", "echo $TASK $(pwd) $(hostname) $(id -u)"); got != "demo /workspace life 0\n" {
+		t.Errorf("env/workdir/hostname/uid: %q", got)
+	}
+	res, err := d.Exec(ctx, "life", driver.ExecSpec{Command: []string{"sh", "-c", "echo out; echo err >&2; exit 3"}})
+	if err != nil || res.ExitCode != 3 || string(res.Stdout) != "out\n" || string(res.Stderr) != "err\n" {
+		t.Errorf("exec: %+v %v", res, err)
+	}
+	// PID 1 is the agent; the command runs beside it in the same PID namespace.
+	if got := sh(t, d, "life", "cat /proc/1/cmdline | tr '\\0' ' '"); !strings.Contains(got, "sandbox-agent init") {
+		t.Errorf("pid 1 is %q", got)
+	}
+	if err := d.StopInstance(ctx, "life", 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if s := status(t, d, "life"); s != driver.StatusStopped {
+		t.Fatalf("after stop: %s", s)
+	}
+	if _, err := d.Exec(ctx, "life", driver.ExecSpec{Command: []string{"true"}}); err == nil {
+		t.Error("exec in a stopped instance succeeded")
+	}
+	if err := d.StartInstance(ctx, "life"); err != nil {
+		t.Fatal(err)
+	}
+	if s := status(t, d, "life"); s != driver.StatusRunning {
+		t.Fatalf("after start: %s", s)
+	}
+	sh(t, d, "life", "true")
+	if err := d.DeleteInstance(ctx, "life"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.InspectInstance(ctx, "life"); !driver.IsNotFound(err) {
+		t.Errorf("inspect after delete: %v", err)
+	}
+	if err := d.DeleteInstance(ctx, "life"); !driver.IsNotFound(err) {
+		t.Errorf("second delete: %v", err)
+	}
+}
+
+func TestCreateDuplicate(t *testing.T) {
+	d := openTest(t, driver.IsolationBwrap)
+	mustCreate(t, d, testSpec("dup"))
+	_, err := d.CreateInstance(context.Background(), testSpec("dup"))
+	if !errors.Is(err, driver.ErrAlreadyExists) {
+		t.Fatalf("second create: %v", err)
+	}
+	if s := status(t, d, "dup"); s != driver.StatusRunning {
+		t.Errorf("the first instance is %s after a failed duplicate", s)
+	}
+}

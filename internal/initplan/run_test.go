@@ -1,0 +1,229 @@
+package initplan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
+)
+
+// fakeDriver answers Exec with a handler and records every call. Methods
+// the executor never uses are left to the embedded nil interface.
+type fakeDriver struct {
+	driver.Driver
+	mu     sync.Mutex
+	calls  []string // "exec ARGV" or "copy PATHS"
+	copied []driver.File
+	exec   func(spec driver.ExecSpec) (driver.ExecResult, error)
+}
+
+func (f *fakeDriver) Exec(_ context.Context, id string, spec driver.ExecSpec) (driver.ExecResult, error) {
+	f.mu.Lock()
+	f.calls = append(f.calls, "exec "+strings.Join(spec.Command, " "))
+	f.mu.Unlock()
+	if id != "inst-1" {
+		return driver.ExecResult{}, fmt.Errorf("instance %q: %w", id, driver.ErrNotFound)
+	}
+	return f.exec(spec)
+}
+
+func (f *fakeDriver) CopyFiles(_ context.Context, _ string, files []driver.File) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, "copy")
+	f.copied = append(f.copied, files...)
+	return nil
+}
+
+func fastPolling(t *testing.T) {
+	first, max := pollFirst, pollMax
+	pollFirst, pollMax = 5*time.Millisecond, 20*time.Millisecond
+	t.Cleanup(func() { pollFirst, pollMax = first, max })
+}
+
+func ok(stdout string) (driver.ExecResult, error) {
+	return driver.ExecResult{Stdout: []byte(stdout)}, nil
+}
+
+func isProbe(spec driver.ExecSpec, kind string) bool {
+	return len(spec.Command) > 2 && spec.Command[1] == "probe" && spec.Command[2] == kind
+}
+
+func webPlan(t *testing.T, timeout time.Duration) Plan {
+	return mustExpand(t, Input{
+		Files:    []driver.File{{Path: "/srv/index.html", Content: []byte("ok")}},
+		Commands: [][]string{{"sh", "-c", "echo prepared"}},
+		Service:  &Service{Command: []string{"httpd", "-f"}, Ready: Ready{TCPPort: 8080}, Timeout: timeout},
+	})
+}
+
+func TestRunHappyPath(t *testing.T) {
+	fastPolling(t)
+	probes := 0
+	f := &fakeDriver{exec: func(spec driver.ExecSpec) (driver.ExecResult, error) {
+		switch {
+		case isProbe(spec, "tcp"):
+			if probes++; probes < 3 {
+				return driver.ExecResult{ExitCode: 1, Stderr: []byte("not ready: connection refused\n")}, nil
+			}
+			return ok("")
+		case spec.Command[0] == "sh":
+			return ok("prepared\n")
+		}
+		return ok("")
+	}}
+	before := time.Now()
+	res, err := Run(context.Background(), f, "inst-1", webPlan(t, 10*time.Second))
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if len(f.copied) != 1 || f.copied[0].Path != "/srv/index.html" {
+		t.Errorf("copied %v", f.copied)
+	}
+	if f.calls[0] != "copy" || len(f.calls) != 6 { // copy, command, service, 3 probes
+		t.Errorf("calls %q", f.calls)
+	}
+	if len(res.Steps) != 2 || res.Steps[0].Stdout != "prepared\n" || res.Steps[1].Command[1] != "service" {
+		t.Errorf("results %#v", res.Steps)
+	}
+	if res.ReadyAt.Before(before) {
+		t.Errorf("ReadyAt %v not set", res.ReadyAt)
+	}
+}
+
+func TestRunCommandFailureStops(t *testing.T) {
+	f := &fakeDriver{exec: func(spec driver.ExecSpec) (driver.ExecResult, error) {
+		return driver.ExecResult{ExitCode: 2, Stderr: []byte("warning\nsh: boom: not found\n")}, nil
+	}}
+	res, err := Run(context.Background(), f, "inst-1", webPlan(t, time.Second))
+	if err == nil || !strings.Contains(err.Error(), "step 2 of 4 (command)") ||
+		!strings.Contains(err.Error(), "exited with status 2: sh: boom: not found") {
+		t.Fatalf("error %v", err)
+	}
+	if len(res.Steps) != 1 || res.Steps[0].ExitCode != 2 || len(f.calls) != 2 {
+		t.Errorf("results %#v calls %q", res.Steps, f.calls)
+	}
+}
+
+func TestRunServiceNotStarted(t *testing.T) {
+	f := &fakeDriver{exec: func(spec driver.ExecSpec) (driver.ExecResult, error) {
+		if spec.Command[1] == "service" {
+			return driver.ExecResult{ExitCode: 127, Stderr: []byte(`sandbox-agent: service: cannot start "httpd": not found`)}, nil
+		}
+		return ok("")
+	}}
+	_, err := Run(context.Background(), f, "inst-1", webPlan(t, time.Second))
+	if err == nil || !strings.Contains(err.Error(), `service ["httpd" "-f"] could not be started`) {
+		t.Fatalf("error %v", err)
+	}
+}
+
+func TestRunTimeoutExplains(t *testing.T) {
+	fastPolling(t)
+	f := &fakeDriver{exec: func(spec driver.ExecSpec) (driver.ExecResult, error) {
+		switch {
+		case isProbe(spec, "tcp"):
+			return driver.ExecResult{ExitCode: 1, Stderr: []byte("not ready: dial tcp 127.0.0.1:8080: connection refused\n")}, nil
+		case isProbe(spec, "pid"):
+			return driver.ExecResult{ExitCode: 1, Stderr: []byte("not ready: process 7 is not running\n")}, nil
+		case spec.Command[1] == "tail":
+			if !reflect.DeepEqual(spec.Command[2:], []string{"--bytes", "4096", "/.sandbox/run/init.log"}) {
+				t.Errorf("tail argv %q", spec.Command)
+			}
+			return ok("starting\npanic: boom\n")
+		}
+		return ok("")
+	}}
+	start := time.Now()
+	_, err := Run(context.Background(), f, "inst-1", webPlan(t, 200*time.Millisecond))
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("took %s for a 200ms timeout", took)
+	}
+	for _, want := range []string{
+		"service not ready after 200ms",
+		"last probe: exit 1: not ready: dial tcp 127.0.0.1:8080: connection refused",
+		"the service process has exited",
+		"end of service log /.sandbox/run/init.log:\nstarting\npanic: boom",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v\nlacks %q", err, want)
+		}
+	}
+}
+
+func TestRunProbeNotFoundAborts(t *testing.T) {
+	f := &fakeDriver{exec: func(driver.ExecSpec) (driver.ExecResult, error) { return ok("") }}
+	plan := Plan{Steps: []Step{{Kind: StepWait, Description: "wait", Command: []string{"true"}, Timeout: time.Hour}}}
+	_, err := Run(context.Background(), f, "gone", plan)
+	if !errors.Is(err, driver.ErrNotFound) {
+		t.Fatalf("error %v, want ErrNotFound", err)
+	}
+}
+
+func TestRunContextCancelled(t *testing.T) {
+	fastPolling(t)
+	f := &fakeDriver{exec: func(driver.ExecSpec) (driver.ExecResult, error) {
+		return driver.ExecResult{ExitCode: 1}, nil
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	plan := Plan{Steps: []Step{{Kind: StepWait, Description: "wait", Command: []string{"false"}, Timeout: time.Hour}}}
+	_, err := Run(ctx, f, "inst-1", plan)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("error %v, want the context's deadline", err)
+	}
+}
+
+func TestRunTruncatesAndMasks(t *testing.T) {
+	big := strings.Repeat("a", 5000) + "hunter2-end"
+	f := &fakeDriver{exec: func(driver.ExecSpec) (driver.ExecResult, error) {
+		return driver.ExecResult{ExitCode: 3, Stdout: []byte(big), Stderr: []byte("bad password hunter2\n")}, nil
+	}}
+	plan := Plan{Secrets: []string{"hunter2"}, Steps: []Step{{Kind: StepRun, Description: "login", Command: []string{"login", "--password", "hunter2"}}}}
+	res, err := Run(context.Background(), f, "inst-1", plan)
+	if err == nil || strings.Contains(err.Error(), "hunter2") || !strings.Contains(err.Error(), "bad password (sensitive)") {
+		t.Errorf("error %v", err)
+	}
+	r := res.Steps[0]
+	if !reflect.DeepEqual(r.Command, []string{"login", "--password", "(sensitive)"}) || strings.Contains(r.Stderr, "hunter2") {
+		t.Errorf("not masked: %#v", r)
+	}
+	if !strings.HasPrefix(r.Stdout, "[... 915 bytes truncated]\n") || !strings.HasSuffix(r.Stdout, "(sensitive)-end") {
+		t.Errorf("stdout head %q tail %q", r.Stdout[:40], r.Stdout[len(r.Stdout)-20:])
+	}
+}
+
+func TestTruncateUTF8(t *testing.T) {
+	s := strings.Repeat("é", 3000) // 6000 bytes, 2 per rune
+	got := Truncate([]byte(s))
+	body := got[strings.IndexByte(got, '\n')+1:]
+	if len(body) > MaxOutput || !strings.HasPrefix(body, "é") {
+		t.Errorf("truncated body of %d bytes starts %q", len(body), body[:4])
+	}
+	if Truncate([]byte("short")) != "short" {
+		t.Error("short output changed")
+	}
+}
+
+func TestRunDestroyRunsAll(t *testing.T) {
+	f := &fakeDriver{exec: func(spec driver.ExecSpec) (driver.ExecResult, error) {
+		if spec.Command[0] == "fail" {
+			return driver.ExecResult{ExitCode: 1, Stderr: []byte("nope")}, nil
+		}
+		return ok("bye\n")
+	}}
+	plan := mustExpand(t, Input{OnDestroy: [][]string{{"fail"}, {"echo", "bye"}}})
+	res, err := RunDestroy(context.Background(), f, "inst-1", plan)
+	if err == nil || !strings.Contains(err.Error(), "on_destroy[0]") || strings.Contains(err.Error(), "on_destroy[1]") {
+		t.Errorf("error %v", err)
+	}
+	if len(res.Steps) != 2 || res.Steps[1].Stdout != "bye\n" {
+		t.Errorf("results %#v", res.Steps)
+	}
+}

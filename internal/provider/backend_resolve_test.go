@@ -1,0 +1,171 @@
+package provider
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
+)
+
+func testEnv(vars map[string]string, files ...string) resolveEnv {
+	have := map[string]bool{}
+	for _, f := range files {
+		have[f] = true
+	}
+	return resolveEnv{
+		getenv: func(k string) string { return vars[k] },
+		home:   "/home/u",
+		cwd:    "/work/mod",
+		exists: func(p string) bool { return have[p] },
+	}
+}
+
+func mustResolve(t *testing.T, cfg driver.Config, env resolveEnv) driver.Config {
+	t.Helper()
+	out, problems := resolveBackend(cfg, env)
+	for _, p := range problems {
+		if !p.warning {
+			t.Fatalf("unexpected problem: %+v", p)
+		}
+	}
+	return out
+}
+
+func TestResolveDockerDefaults(t *testing.T) {
+	got := mustResolve(t, driver.Config{Driver: driver.Docker, Name: "b"}, testEnv(nil))
+	d := got.Docker
+	if d.Host != DefaultDockerHost || d.PortStrategy != driver.PortStrategyLoopbackIP || d.AdvertiseHost != "127.0.0.1" {
+		t.Fatalf("defaults: %+v", d)
+	}
+	got = mustResolve(t, driver.Config{Driver: driver.Docker, Name: "b"}, testEnv(map[string]string{"DOCKER_HOST": "tcp://127.0.0.1:2375"}))
+	if got.Docker.Host != "tcp://127.0.0.1:2375" || got.Docker.PortStrategy != driver.PortStrategyDynamic {
+		t.Fatalf("DOCKER_HOST: %+v", got.Docker)
+	}
+}
+
+func TestResolveDockerSSH(t *testing.T) {
+	cfg := driver.Config{Driver: driver.Docker, Name: "b", Docker: &driver.DockerConfig{Host: "ssh://ubuntu@gpu-1:22", SSHKeyFile: "~/.ssh/id"}}
+	got := mustResolve(t, cfg, testEnv(nil, "/home/u/.ssh/id"))
+	d := got.Docker
+	if d.SSHKeyFile != "/home/u/.ssh/id" || d.KnownHostsFile != "/home/u/.ssh/known_hosts" || d.AdvertiseHost != "gpu-1" || d.PortStrategy != driver.PortStrategyDynamic {
+		t.Fatalf("ssh: %+v", d)
+	}
+	if cfg.Docker.SSHKeyFile != "~/.ssh/id" {
+		t.Fatal("resolve modified its input")
+	}
+	pinned := driver.Config{Driver: driver.Docker, Name: "b", Docker: &driver.DockerConfig{Host: "ssh://h", HostKeyFingerprint: "SHA256:x"}}
+	if got := mustResolve(t, pinned, testEnv(nil)); got.Docker.KnownHostsFile != "" {
+		t.Fatal("a pinned fingerprint needs no known_hosts default")
+	}
+}
+
+func TestResolveDockerTLSFromEnv(t *testing.T) {
+	env := testEnv(map[string]string{"DOCKER_HOST": "tcp://10.0.0.1:2376", "DOCKER_TLS_VERIFY": "1", "DOCKER_CERT_PATH": "/certs"},
+		"/certs/ca.pem", "/certs/cert.pem", "/certs/key.pem")
+	got := mustResolve(t, driver.Config{Driver: driver.Docker, Name: "b"}, env)
+	if got.Docker.TLSCAFile != "/certs/ca.pem" || got.Docker.TLSKeyFile != "/certs/key.pem" || got.Docker.AdvertiseHost != "10.0.0.1" {
+		t.Fatalf("tls from env: %+v", got.Docker)
+	}
+}
+
+func TestResolveProblems(t *testing.T) {
+	cases := []struct {
+		name  string
+		cfg   driver.Config
+		field string
+		want  string
+	}{
+		{"scheme", docker(driver.DockerConfig{Host: "http://x"}), "host", "must be a `unix://PATH`"},
+		{"unix relative", docker(driver.DockerConfig{Host: "unix://sock"}), "host", "absolute socket path"},
+		{"tcp no port", docker(driver.DockerConfig{Host: "tcp://10.0.0.1"}), "host", "needs a host and a port"},
+		{"insecure tcp", docker(driver.DockerConfig{Host: "tcp://10.0.0.1:2375"}), "host", "allow_insecure_tcp"},
+		{"missing key", docker(driver.DockerConfig{Host: "ssh://h", SSHKeyFile: "/nope"}), "ssh_key_file", "does not exist"},
+		{"ssh field on unix", docker(driver.DockerConfig{SSHKeyFile: "/k"}), "ssh_key_file", "applies only to `ssh://`"},
+		{"tls field on ssh", docker(driver.DockerConfig{Host: "ssh://h", TLSCAFile: "/ca"}), "tls_ca_file", "applies only to `tcp://`"},
+		{"cert without key", docker(driver.DockerConfig{Host: "tcp://10.0.0.1:2376", TLSCAFile: "/ca", TLSCertFile: "/ca"}), "tls_key_file", "set together"},
+		{"port strategy", docker(driver.DockerConfig{PortStrategy: "random"}), "port_strategy", "must be one of"},
+		{"incus scheme", driver.Config{Driver: driver.Incus, Name: "b", Incus: &driver.IncusConfig{Address: "ftp://x"}}, "address", "leave it unset"},
+		{"incus remote no cert", driver.Config{Driver: driver.Incus, Name: "b", Incus: &driver.IncusConfig{Address: "https://x:8443"}}, "client_cert_file", "remote server"},
+		{"isolation", driver.Config{Driver: driver.Local, Name: "b", Local: &driver.LocalConfig{Isolation: "chroot"}}, "isolation", "must be one of"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, problems := resolveBackend(c.cfg, testEnv(nil, "/ca"))
+			for _, p := range problems {
+				if p.field == c.field && !p.warning && strings.Contains(p.detail, c.want) {
+					if !strings.Contains(p.detail, "`"+c.cfg.Driver+"."+c.field+"`") && !strings.Contains(p.detail, c.cfg.Driver+"."+c.field) {
+						t.Errorf("detail does not name the attribute: %s", p.detail)
+					}
+					return
+				}
+			}
+			t.Fatalf("want a problem on %s containing %q, got %+v", c.field, c.want, problems)
+		})
+	}
+}
+
+func docker(d driver.DockerConfig) driver.Config {
+	return driver.Config{Driver: driver.Docker, Name: "b", Docker: &d}
+}
+
+func TestResolveLocal(t *testing.T) {
+	got := mustResolve(t, driver.Config{Name: "b"}, testEnv(nil))
+	if got.Driver != driver.Local || got.Local.Root != "/home/u/.local/share/terraform-provider-sandbox" || got.Local.Isolation != driver.IsolationBwrap {
+		t.Fatalf("local default: %+v %+v", got, got.Local)
+	}
+	got = mustResolve(t, driver.Config{Name: "b"}, testEnv(map[string]string{"XDG_DATA_HOME": "/xdg"}))
+	if got.Local.Root != "/xdg/terraform-provider-sandbox" {
+		t.Fatalf("XDG: %s", got.Local.Root)
+	}
+	got = mustResolve(t, driver.Config{Driver: driver.Local, Name: "b", Local: &driver.LocalConfig{Root: "rel/dir/"}}, testEnv(nil))
+	if got.Local.Root != "/work/mod/rel/dir" {
+		t.Fatalf("relative root: %s", got.Local.Root)
+	}
+	_, problems := resolveBackend(driver.Config{Driver: driver.Local, Name: "b", Local: &driver.LocalConfig{Isolation: "none"}}, testEnv(nil))
+	if len(problems) != 1 || !problems[0].warning {
+		t.Fatalf("isolation none: want one warning, got %+v", problems)
+	}
+}
+
+func TestResolveIncusAndKubernetes(t *testing.T) {
+	got := mustResolve(t, driver.Config{Driver: driver.Incus, Name: "b"}, testEnv(nil))
+	if got.Incus.Project != "b" || got.Incus.PortStrategy != driver.PortStrategyLoopbackIP {
+		t.Fatalf("incus: %+v", got.Incus)
+	}
+	got = mustResolve(t, driver.Config{Driver: driver.Kubernetes, Name: "b"}, testEnv(map[string]string{"KUBECONFIG": "~/a:/b"}))
+	if got.Kubernetes.Kubeconfig != "/home/u/a" || got.Kubernetes.Namespace != "b" {
+		t.Fatalf("kubernetes: %+v", got.Kubernetes)
+	}
+}
+
+func TestBackendIdentityAndImportID(t *testing.T) {
+	a := mustResolve(t, docker(driver.DockerConfig{}), testEnv(nil))
+	b := a
+	dc := *a.Docker
+	dc.AdvertiseHost = "192.0.2.1"
+	b.Docker = &dc
+	if backendIdentity(a) != backendIdentity(b) {
+		t.Fatal("advertise_host is not identity")
+	}
+	dc2 := dc
+	dc2.Host = "unix:///other.sock"
+	b.Docker = &dc2
+	if backendIdentity(a) == backendIdentity(b) {
+		t.Fatal("host is identity")
+	}
+	if id := backendID(a); id != "docker:b:"+DefaultDockerHost {
+		t.Fatalf("id %q", id)
+	}
+	drv, name, block, err := parseBackendImportID("docker:b:ssh://u@h:22?ssh_key_file=/k&internal=true")
+	if err != nil || drv != "docker" || name != "b" {
+		t.Fatal(drv, name, err)
+	}
+	if block["host"].String() != `"ssh://u@h:22"` || block["ssh_key_file"].String() != `"/k"` || block["internal"].String() != "true" || !block["tls_ca_file"].IsNull() {
+		t.Fatalf("block %v", block)
+	}
+	for _, bad := range []string{"docker", "docker:", "podman:b", "local:b?colour=red", "docker:b?internal=maybe"} {
+		if _, _, _, err := parseBackendImportID(bad); err == nil {
+			t.Errorf("import ID %q: want error", bad)
+		}
+	}
+}

@@ -1,0 +1,88 @@
+package provider
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
+)
+
+// Diagnostics follow one shape: a Title Case summary ("Unable to Create
+// Sandbox Image"), and a detail that names the backend, the object and the
+// cause, then says what the user can do. Resources build them here so the
+// wording stays the same everywhere.
+
+// summary builds "Unable to <Action> <Kind>", e.g. summary("Create", "Sandbox Instance").
+func summary(action, kind string) string {
+	return fmt.Sprintf("Unable to %s %s", action, kind)
+}
+
+// driverError is the diagnostic for a failed driver call on object (e.g.
+// `instance "worker-0"`) of the backend cfg. The advice follows the error's
+// sentinel.
+func driverError(sum string, cfg driver.Config, object string, err error) diag.Diagnostic {
+	return diag.NewErrorDiagnostic(sum, driverErrorDetail(cfg, object, err))
+}
+
+// driverAttributeError is driverError attached to an attribute path.
+func driverAttributeError(at path.Path, sum string, cfg driver.Config, object string, err error) diag.Diagnostic {
+	return diag.NewAttributeErrorDiagnostic(at, sum, driverErrorDetail(cfg, object, err))
+}
+
+func driverErrorDetail(cfg driver.Config, object string, err error) string {
+	return fmt.Sprintf("%s: %s failed: %v.\n\n%s", backendLabel(cfg), object, err, advice(cfg, err))
+}
+
+// backendLabel names a backend the way diagnostics do: `docker backend "gpu" (ssh://ubuntu@gpu-1)`.
+func backendLabel(cfg driver.Config) string {
+	s := fmt.Sprintf("%s backend %q", orUnknown(cfg.Driver), cfg.Name)
+	if ep := endpoint(cfg); ep != "" {
+		s += " (" + ep + ")"
+	}
+	return s
+}
+
+// endpoint is where the backend lives, for messages.
+func endpoint(cfg driver.Config) string {
+	switch {
+	case cfg.Docker != nil:
+		return cfg.Docker.Host
+	case cfg.Incus != nil:
+		if cfg.Incus.Address == "" {
+			return "local socket"
+		}
+		return cfg.Incus.Address
+	case cfg.Kubernetes != nil:
+		return cfg.Kubernetes.Kubeconfig
+	case cfg.Local != nil:
+		return cfg.Local.Root
+	}
+	return ""
+}
+
+// advice says what to do about err.
+func advice(cfg driver.Config, err error) string {
+	switch {
+	case errors.Is(err, driver.ErrUnavailable):
+		return fmt.Sprintf("Check that the %s engine is running and reachable at %s with the configured credentials, then run Terraform again.",
+			orUnknown(cfg.Driver), orUnknown(endpoint(cfg)))
+	case errors.Is(err, driver.ErrAlreadyExists):
+		return "An object with this name already exists on the engine and is not managed by this configuration. " +
+			"Choose another name, remove the object, or bring it under management with `terraform import`."
+	case errors.Is(err, driver.ErrUnsupported):
+		return "This backend cannot do this. Change the configuration or use a backend whose `capabilities` include what is needed."
+	case errors.Is(err, driver.ErrNotFound):
+		return "The object does not exist on the engine. Check the name, or run `terraform apply` to create what is missing."
+	}
+	return "Check the engine's logs for the cause, fix it, and run Terraform again."
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "(unknown)"
+	}
+	return s
+}

@@ -1,0 +1,373 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/hashicorp/terraform-plugin-framework-validators/resourcevalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
+
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/names"
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/sourcehash"
+)
+
+var (
+	_ resource.ResourceWithConfigure        = (*imageResource)(nil)
+	_ resource.ResourceWithModifyPlan       = (*imageResource)(nil)
+	_ resource.ResourceWithImportState      = (*imageResource)(nil)
+	_ resource.ResourceWithConfigValidators = (*imageResource)(nil)
+)
+
+// NewImageResource is the sandbox_image resource.
+func NewImageResource() resource.Resource { return &imageResource{} }
+
+type imageResource struct {
+	data *ProviderData
+}
+
+type imageModel struct {
+	ID         types.String `tfsdk:"id"`
+	Backend    types.Object `tfsdk:"backend"`
+	Name       types.String `tfsdk:"name"`
+	Build      types.Object `tfsdk:"build"`
+	Pull       types.Object `tfsdk:"pull"`
+	Archive    types.Object `tfsdk:"archive"`
+	Keep       types.Bool   `tfsdk:"keep"`
+	Labels     types.Map    `tfsdk:"labels"`
+	ImageID    types.String `tfsdk:"image_id"`
+	SourceHash types.String `tfsdk:"source_hash"`
+}
+
+type imageBuildModel struct {
+	Context    types.String `tfsdk:"context"`
+	Dockerfile types.String `tfsdk:"dockerfile"`
+	Args       types.Map    `tfsdk:"args"`
+	Target     types.String `tfsdk:"target"`
+}
+
+type imagePullModel struct {
+	Ref types.String `tfsdk:"ref"`
+}
+
+type imageArchiveModel struct {
+	Path types.String `tfsdk:"path"`
+}
+
+var (
+	imageBuildAttrTypes   = map[string]attr.Type{"context": types.StringType, "dockerfile": types.StringType, "args": types.MapType{ElemType: types.StringType}, "target": types.StringType}
+	imagePullAttrTypes    = map[string]attr.Type{"ref": types.StringType}
+	imageArchiveAttrTypes = map[string]attr.Type{"path": types.StringType}
+)
+
+// imageSep separates the backend from the name in an image's ID: image
+// names contain '/'.
+const imageSep = "#"
+
+// imageSources maps each source attribute to the capability it needs.
+var imageSources = []struct{ attr, capability string }{
+	{"build", driver.CapBuild}, {"pull", driver.CapPull}, {"archive", driver.CapArchive},
+}
+
+func (r *imageResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_image"
+}
+
+func (r *imageResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	nonEmpty := []validator.String{stringvalidator.LengthAtLeast(1)}
+	replaceSource := []planmodifier.Object{replaceUnlessImported()}
+	resp.Schema = schema.Schema{
+		Description: "An image on a backend, built from a local context, pulled, or loaded from an archive. " +
+			"`source_hash` fingerprints the build context (honouring `.dockerignore`) or the archive at plan time, " +
+			"so a change to any file plans a replacement.\n\n" + objectImportDoc(imageSep) +
+			" After import, `build`, `pull` and `archive` are adopted from configuration without a rebuild.",
+		Attributes: map[string]schema.Attribute{
+			"id": schema.StringAttribute{Computed: true, Description: "`<backend id>#<name>`, also a valid import ID.",
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
+			"backend": backendAttribute(),
+			"name": schema.StringAttribute{Required: true, Validators: []validator.String{imageNameValidator{}},
+				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
+				Description:   "Tag (docker) or alias (incus, local) of the image: " + names.ImageRule + "."},
+			"build": schema.SingleNestedAttribute{Optional: true, PlanModifiers: replaceSource,
+				Description: "Build from a local context directory (needs the `image_build` capability: docker).",
+				Attributes: map[string]schema.Attribute{
+					"context":    schema.StringAttribute{Required: true, Validators: nonEmpty, Description: "Local directory sent to the builder."},
+					"dockerfile": schema.StringAttribute{Optional: true, Validators: nonEmpty, Description: "Dockerfile path relative to `context`. Defaults to `Dockerfile`."},
+					"args":       schema.MapAttribute{Optional: true, ElementType: types.StringType, Description: "Build arguments."},
+					"target":     schema.StringAttribute{Optional: true, Validators: nonEmpty, Description: "Stage of a multi-stage build to stop at."},
+				}},
+			"pull": schema.SingleNestedAttribute{Optional: true, PlanModifiers: replaceSource,
+				Description: "Pull from a registry (needs `image_pull`: docker, incus, kubernetes).",
+				Attributes: map[string]schema.Attribute{
+					"ref": schema.StringAttribute{Required: true, Validators: nonEmpty, Description: "Reference to pull, e.g. `python:3.12-slim`."},
+				}},
+			"archive": schema.SingleNestedAttribute{Optional: true, PlanModifiers: replaceSource,
+				Description: "Load a local archive (needs `image_archive`): an image tarball (`docker save`), an Incus image, or a plain rootfs tarball.",
+				Attributes: map[string]schema.Attribute{
+					"path": schema.StringAttribute{Required: true, Validators: nonEmpty, Description: "Local path of the archive."},
+				}},
+			"keep": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(false),
+				Description: "Leave the image on the engine when the resource is destroyed. Defaults to `false`."},
+			"labels": schema.MapAttribute{Optional: true, ElementType: types.StringType, Validators: []validator.Map{labelsValidator{}},
+				PlanModifiers: []planmodifier.Map{mapplanmodifier.RequiresReplace()},
+				Description:   "Labels of the image, besides the provider's `labels`. Keys: " + names.LabelKeyRule + "."},
+			"image_id": schema.StringAttribute{Computed: true, Description: "Image ID on the engine: a digest (docker) or fingerprint (incus).",
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
+			"source_hash": schema.StringAttribute{Computed: true,
+				Description: "SHA-256 of the build context (minus `.dockerignore` matches) or of the archive; null for `pull`."},
+		},
+	}
+}
+
+func (r *imageResource) ConfigValidators(context.Context) []resource.ConfigValidator {
+	return []resource.ConfigValidator{resourcevalidator.ExactlyOneOf(
+		path.MatchRoot("build"), path.MatchRoot("pull"), path.MatchRoot("archive"))}
+}
+
+func (r *imageResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	r.data = providerDataFrom(req.ProviderData, &resp.Diagnostics)
+}
+
+// ModifyPlan checks the source against the backend's capabilities and
+// fingerprints it, so a changed file plans a replacement.
+func (r *imageResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.Plan.Raw.IsNull() {
+		return
+	}
+	var plan imageModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if cfg, ok := knownBackend(ctx, plan.Backend); ok {
+		r.checkCapabilities(cfg, &plan, &resp.Diagnostics)
+		if !plan.Name.IsUnknown() {
+			plan.ID = types.StringValue(objectID(cfg, imageSep, plan.Name.ValueString()))
+		}
+	}
+	plan.SourceHash = r.sourceHash(ctx, &plan, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if !req.State.Raw.IsNull() {
+		var state imageModel
+		resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+		if !state.SourceHash.IsNull() && !plan.SourceHash.Equal(state.SourceHash) {
+			resp.RequiresReplace = append(resp.RequiresReplace, path.Root("source_hash"))
+		}
+	}
+	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+}
+
+// knownBackend decodes a handle that is fully known at plan time.
+func knownBackend(ctx context.Context, h types.Object) (driver.Config, bool) {
+	if h.IsNull() || h.IsUnknown() {
+		return driver.Config{}, false
+	}
+	cfg, diags := ConfigFromHandle(ctx, h)
+	return cfg, !diags.HasError()
+}
+
+func (r *imageResource) checkCapabilities(cfg driver.Config, plan *imageModel, diags *diag.Diagnostics) {
+	caps := driver.Info{Capabilities: driver.StaticCapabilities(cfg.Driver, cfg)}
+	if caps.Capabilities == nil {
+		return
+	}
+	set := map[string]bool{"build": !plan.Build.IsNull(), "pull": !plan.Pull.IsNull(), "archive": !plan.Archive.IsNull()}
+	var supported []string
+	for _, s := range imageSources {
+		if caps.Has(s.capability) {
+			supported = append(supported, "`"+s.attr+"`")
+		}
+	}
+	for _, s := range imageSources {
+		if set[s.attr] && !caps.Has(s.capability) {
+			diags.AddAttributeError(path.Root(s.attr), "Image Source Not Supported",
+				fmt.Sprintf("The %s cannot make images with `%s`; it supports %v. Use one of those, or a backend that can (docker builds, pulls and loads archives).",
+					backendLabel(cfg), s.attr, supported))
+		}
+	}
+}
+
+// sourceHash fingerprints the build context or archive; unknown while the
+// path is unknown, null for pull.
+func (r *imageResource) sourceHash(ctx context.Context, plan *imageModel, diags *diag.Diagnostics) types.String {
+	switch {
+	case !plan.Build.IsNull() && !plan.Build.IsUnknown():
+		var b imageBuildModel
+		diags.Append(plan.Build.As(ctx, &b, basetypes.ObjectAsOptions{})...)
+		if b.Context.IsUnknown() || b.Dockerfile.IsUnknown() {
+			return types.StringUnknown()
+		}
+		dockerfile := b.Dockerfile.ValueString()
+		if dockerfile == "" {
+			dockerfile = "Dockerfile"
+		}
+		return hashOrError(diags, path.Root("build").AtName("context"), "build.context", func() (string, error) {
+			dir := b.Context.ValueString()
+			if _, err := os.Stat(filepath.Join(dir, dockerfile)); err != nil {
+				diags.AddAttributeError(path.Root("build").AtName("dockerfile"), "Dockerfile Not Found",
+					fmt.Sprintf("`build.dockerfile` %q is not in the build context %s: %v. Set `build.dockerfile` to its path relative to `build.context`.", dockerfile, dir, err))
+			}
+			return sourcehash.Dir(dir, true, dockerfile)
+		})
+	case !plan.Archive.IsNull() && !plan.Archive.IsUnknown():
+		var a imageArchiveModel
+		diags.Append(plan.Archive.As(ctx, &a, basetypes.ObjectAsOptions{})...)
+		if a.Path.IsUnknown() {
+			return types.StringUnknown()
+		}
+		return hashOrError(diags, path.Root("archive").AtName("path"), "archive.path", func() (string, error) {
+			return sourcehash.File(a.Path.ValueString())
+		})
+	case plan.Build.IsUnknown() || plan.Archive.IsUnknown():
+		return types.StringUnknown()
+	}
+	return types.StringNull()
+}
+
+// hashOrError runs hash and reports a failure at the attribute it reads.
+func hashOrError(diags *diag.Diagnostics, at path.Path, attrName string, hash func() (string, error)) types.String {
+	h, err := hash()
+	if err != nil {
+		diags.AddAttributeError(at, "Unable to Read Local Source",
+			fmt.Sprintf("`%s` cannot be read: %v. Check that the path exists on this machine and is readable.", attrName, err))
+		return types.StringUnknown()
+	}
+	return types.StringValue(h)
+}
+
+func (r *imageResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	var plan imageModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	d, cfg, diags := r.data.Driver(ctx, plan.Backend)
+	resp.Diagnostics.Append(diags...)
+	spec := r.spec(ctx, &plan, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	img, err := d.EnsureImage(ctx, spec)
+	if err != nil {
+		resp.Diagnostics.Append(driverError(summary("Create", "Sandbox Image"), cfg, fmt.Sprintf("making image %q", spec.Name), err))
+		return
+	}
+	plan.ImageID = types.StringValue(img.ID)
+	plan.ID = types.StringValue(objectID(cfg, imageSep, spec.Name))
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+}
+
+// spec translates the plan into a driver.ImageSpec.
+func (r *imageResource) spec(ctx context.Context, plan *imageModel, diags *diag.Diagnostics) driver.ImageSpec {
+	spec := driver.ImageSpec{Name: plan.Name.ValueString(), Labels: r.data.ObjectLabels(stringMap(ctx, plan.Labels, diags))}
+	if h := plan.SourceHash.ValueString(); h != "" {
+		spec.Labels[driver.LabelSourceHash] = h
+	}
+	switch {
+	case !plan.Build.IsNull():
+		var b imageBuildModel
+		diags.Append(plan.Build.As(ctx, &b, basetypes.ObjectAsOptions{})...)
+		spec.Build = &driver.BuildSource{ContextDir: b.Context.ValueString(), Dockerfile: b.Dockerfile.ValueString(),
+			Args: stringMap(ctx, b.Args, diags), Target: b.Target.ValueString()}
+	case !plan.Pull.IsNull():
+		var p imagePullModel
+		diags.Append(plan.Pull.As(ctx, &p, basetypes.ObjectAsOptions{})...)
+		spec.Pull = &driver.PullSource{Ref: p.Ref.ValueString()}
+	case !plan.Archive.IsNull():
+		var a imageArchiveModel
+		diags.Append(plan.Archive.As(ctx, &a, basetypes.ObjectAsOptions{})...)
+		spec.Archive = &driver.ArchiveSource{Path: a.Path.ValueString()}
+	}
+	return spec
+}
+
+func (r *imageResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	var state imageModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	d, cfg, diags := r.data.Driver(ctx, state.Backend)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	img, err := d.InspectImage(ctx, state.Name.ValueString())
+	if driver.IsNotFound(err) {
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	if err != nil {
+		resp.Diagnostics.Append(driverError(summary("Read", "Sandbox Image"), cfg, fmt.Sprintf("inspecting image %q", state.Name.ValueString()), err))
+		return
+	}
+	state.ImageID = types.StringValue(img.ID)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+}
+
+// Update applies what changes in place: keep, and the backend's connection
+// settings; everything else replaces the image.
+func (r *imageResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	var plan imageModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if !resp.Diagnostics.HasError() {
+		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	}
+}
+
+func (r *imageResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	var state imageModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() || state.Keep.ValueBool() {
+		return
+	}
+	d, cfg, diags := r.data.Driver(ctx, state.Backend)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	err := d.DeleteImage(ctx, state.Name.ValueString(), state.ImageID.ValueString())
+	if err != nil && !driver.IsNotFound(err) {
+		resp.Diagnostics.Append(driverError(summary("Delete", "Sandbox Image"), cfg, fmt.Sprintf("deleting image %q", state.Name.ValueString()), err))
+	}
+}
+
+// ImportState finds the image and records what the engine knows of it.
+func (r *imageResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	handle, name, diags := parseObjectImportID(req.ID, imageSep)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	d, cfg, diags := r.data.Driver(ctx, handle)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	img, err := d.InspectImage(ctx, name)
+	if err != nil {
+		resp.Diagnostics.Append(driverError(summary("Import", "Sandbox Image"), cfg, fmt.Sprintf("inspecting image %q", name), err))
+		return
+	}
+	state := imageModel{ID: types.StringValue(objectID(cfg, imageSep, name)), Backend: handle, Name: types.StringValue(name),
+		Build: types.ObjectNull(imageBuildAttrTypes), Pull: types.ObjectNull(imagePullAttrTypes), Archive: types.ObjectNull(imageArchiveAttrTypes),
+		Keep: types.BoolValue(false), Labels: importedLabels(img.Labels, r.data.Labels),
+		ImageID: types.StringValue(img.ID), SourceHash: sourceHashOrNull(img.Labels)}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+}

@@ -1,0 +1,135 @@
+package provider
+
+// Plan-time behaviour of sandbox_instance: capability checks against the
+// backend's static capabilities, the start/stop plan derived from `running`
+// and the observed `status`, and the content hash of `files[*].source`.
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"os"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
+)
+
+func (r *instanceResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.Plan.Raw.IsNull() {
+		return // destroy
+	}
+	var plan instanceModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	checkCapabilities(ctx, plan, resp)
+	if req.State.Raw.IsNull() {
+		return // create: every computed value is known after apply
+	}
+	var state instanceModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	planRunState(&plan, state, &resp.Diagnostics)
+	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+}
+
+// checkCapabilities reports, at the attribute that asks for it, what the
+// backend cannot do. It needs only the handle's driver and settings, so it
+// works on the first plan, before the backend exists.
+func checkCapabilities(ctx context.Context, plan instanceModel, resp *resource.ModifyPlanResponse) {
+	if !known(plan.Backend) {
+		return
+	}
+	cfg, diags := ConfigFromHandle(ctx, plan.Backend)
+	if diags.HasError() {
+		return // an unknown field: checked once known
+	}
+	spec, _ := plan.toSpec(ctx) // values that do not convert are reported by validators
+	for _, p := range driver.CheckInstance(cfg, spec) {
+		if p.Warning {
+			resp.Diagnostics.AddAttributeWarning(path.Root(p.Attribute), p.Summary, p.Detail)
+		} else {
+			resp.Diagnostics.AddAttributeError(path.Root(p.Attribute), p.Summary, p.Detail)
+		}
+	}
+}
+
+// planRunState plans the start or stop that `running` asks for. `running` is
+// the user's wish and `status` what was observed: a sandbox stopped outside
+// Terraform is started by an in-place update, never replaced. When nothing
+// is to start or stop, the observed values are kept so that an update of
+// limits does not show them as unknown.
+func planRunState(plan *instanceModel, state instanceModel, diags *diag.Diagnostics) {
+	status := state.Status.ValueString()
+	want := boolOr(plan.Running, true)
+	if want && status == driver.StatusExpired {
+		diags.AddAttributeWarning(path.Root("status"), "Sandbox Expired",
+			"The sandbox "+state.Name.ValueString()+" reached the end of its `lifetime` and was stopped; it is kept, not restarted. "+
+				"Run `terraform apply -replace` on it for a fresh one, or destroy it.")
+	}
+	changes := (want && status != driver.StatusRunning && status != driver.StatusExpired) ||
+		(!want && status == driver.StatusRunning)
+	if changes {
+		plan.Status = types.StringUnknown()
+		plan.IPAddress = types.StringUnknown()
+		plan.Endpoints = types.MapUnknown(types.StringType)
+	} else {
+		plan.Status, plan.IPAddress, plan.Endpoints = state.Status, state.IPAddress, state.Endpoints
+	}
+}
+
+// sourceHashModifier plans files[*].source_hash: the SHA-256 of the local
+// `source` file, read at plan time, so editing the file plans a replacement
+// even though the configuration did not change.
+type sourceHashModifier struct{}
+
+func (sourceHashModifier) Description(context.Context) string {
+	return "hashes the local source file; a change requires replacement"
+}
+func (m sourceHashModifier) MarkdownDescription(ctx context.Context) string {
+	return m.Description(ctx)
+}
+
+func (sourceHashModifier) PlanModifyString(ctx context.Context, req planmodifier.StringRequest, resp *planmodifier.StringResponse) {
+	var src types.String
+	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, req.Path.ParentPath().AtName("source"), &src)...)
+	switch {
+	case src.IsUnknown():
+		resp.PlanValue = types.StringUnknown()
+		return
+	case src.IsNull():
+		resp.PlanValue = types.StringNull()
+		return
+	}
+	sum, err := fileSHA256(src.ValueString())
+	if err != nil {
+		resp.PlanValue = types.StringUnknown() // the validator on `source` reports it
+		return
+	}
+	resp.PlanValue = types.StringValue(sum)
+	if known(req.StateValue) && req.StateValue.ValueString() != sum {
+		resp.RequiresReplace = true
+	}
+}
+
+func fileSHA256(name string) (string, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+}

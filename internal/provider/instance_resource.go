@@ -1,0 +1,239 @@
+package provider
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
+)
+
+var (
+	_ resource.Resource                = (*instanceResource)(nil)
+	_ resource.ResourceWithConfigure   = (*instanceResource)(nil)
+	_ resource.ResourceWithModifyPlan  = (*instanceResource)(nil)
+	_ resource.ResourceWithImportState = (*instanceResource)(nil)
+)
+
+const (
+	instanceKind         = "Sandbox Instance"
+	defaultCreateTimeout = 10 * time.Minute
+	defaultUpdateTimeout = 5 * time.Minute
+	defaultDeleteTimeout = 5 * time.Minute
+	// stopGrace is how long a stop waits for the processes to exit on SIGTERM.
+	stopGrace = 10 * time.Second
+)
+
+// NewInstanceResource is the sandbox_instance resource.
+func NewInstanceResource() resource.Resource { return &instanceResource{} }
+
+type instanceResource struct {
+	data *ProviderData
+}
+
+func (r *instanceResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_instance"
+}
+
+func (r *instanceResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	resp.Schema = instanceSchema(ctx)
+}
+
+func (r *instanceResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	r.data = providerDataFrom(req.ProviderData, &resp.Diagnostics)
+}
+
+func (r *instanceResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	var plan instanceModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	timeout, diags := plan.Timeouts.Create(ctx, defaultCreateTimeout)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	drv, cfg, diags := r.data.Driver(ctx, plan.Backend)
+	resp.Diagnostics.Append(diags...)
+	if !known(plan.Name) {
+		plan.Name = types.StringValue(generatedName())
+	}
+	spec, diags := plan.toSpec(ctx)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	spec.Labels = driver.ObjectLabels(cfg.Name, r.data.Labels, spec.Labels)
+	spec.Labels[driver.LabelName] = spec.Name
+	ctx = tflog.SetField(ctx, "backend", cfg.Name)
+	ctx = tflog.SetField(ctx, "instance", spec.Name)
+	tflog.Debug(ctx, "creating sandbox instance", map[string]any{"image": spec.Image, "type": spec.Type})
+
+	// CreateInstance is the only long wait; it removes what it created on
+	// error. Should an object remain anyway (the deadline hit during the
+	// clean-up), it is recorded in state: Terraform taints it, and destroys
+	// it on the next apply, instead of losing track of it.
+	inst, err := drv.CreateInstance(ctx, spec)
+	if err != nil {
+		resp.Diagnostics.Append(driverAttributeError(path.Root("name"), summary("Create", instanceKind), cfg, fmt.Sprintf("creating instance %q", spec.Name), err))
+		if !errors.Is(err, driver.ErrAlreadyExists) {
+			r.recordLeftover(ctx, cfg, &plan, resp)
+		}
+		return
+	}
+	resp.Diagnostics.Append(plan.observe(inst)...)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+}
+
+// recordLeftover puts an instance left behind by a failed create into state.
+func (r *instanceResource) recordLeftover(ctx context.Context, cfg driver.Config, plan *instanceModel, resp *resource.CreateResponse) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	r.data.InvalidateInstances(cfg)
+	insts, err := r.data.Instances(ctx, cfg)
+	if err != nil {
+		return
+	}
+	inst, ok := findByName(insts, plan.Name.ValueString())
+	if !ok {
+		return
+	}
+	tflog.Warn(ctx, "a failed create left an instance behind; recording it so it is destroyed", map[string]any{"id": inst.ID})
+	resp.Diagnostics.Append(plan.observe(inst)...)
+	resp.Diagnostics.Append(resp.State.Set(ctx, plan)...)
+}
+
+func (r *instanceResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	var state instanceModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	cfg, diags := ConfigFromHandle(ctx, state.Backend)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	// One shared list per backend per refresh, not an inspect per instance.
+	insts, err := r.data.Instances(ctx, cfg)
+	if err != nil {
+		resp.Diagnostics.Append(driverError(summary("Read", instanceKind), cfg, fmt.Sprintf("listing instances for %q", state.Name.ValueString()), err))
+		return
+	}
+	inst, ok := insts[state.ID.ValueString()]
+	if !ok {
+		tflog.Info(ctx, "sandbox instance no longer exists; removing it from state", map[string]any{"backend": cfg.Name, "instance": state.Name.ValueString()})
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	// A stopped or expired sandbox stays in state: only its status changes.
+	resp.Diagnostics.Append(state.observe(inst)...)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+}
+
+func (r *instanceResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	var plan, state instanceModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, diags := plan.Timeouts.Update(ctx, defaultUpdateTimeout)
+	resp.Diagnostics.Append(diags...)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	drv, cfg, diags := r.data.Driver(ctx, plan.Backend)
+	resp.Diagnostics.Append(diags...)
+	spec, diags := plan.toSpec(ctx)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	id, object := state.ID.ValueString(), fmt.Sprintf("instance %q", state.Name.ValueString())
+	fail := func(at, action string, err error) {
+		resp.Diagnostics.Append(driverAttributeError(path.Root(at), summary("Update", instanceKind), cfg, action+" "+object, err))
+		// Keep the prior state: the next plan proposes what did not happen.
+		resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+	}
+	if limitsChanged(plan, state) {
+		limits := driver.Limits{CPUs: spec.CPUs, MemoryBytes: spec.MemoryBytes, PidsLimit: spec.PidsLimit}
+		if err := drv.UpdateInstance(ctx, id, limits); err != nil {
+			fail("memory", "changing the limits of", err)
+			return
+		}
+	}
+	status := state.Status.ValueString()
+	switch {
+	case spec.Running && status != driver.StatusRunning && status != driver.StatusExpired:
+		if err := drv.StartInstance(ctx, id); err != nil {
+			fail("running", "starting", err)
+			return
+		}
+	case !spec.Running && status == driver.StatusRunning:
+		if err := drv.StopInstance(ctx, id, stopGrace); err != nil {
+			fail("running", "stopping", err)
+			return
+		}
+	}
+	inst, err := drv.InspectInstance(ctx, id)
+	if err != nil {
+		fail("id", "inspecting", err)
+		return
+	}
+	resp.Diagnostics.Append(plan.observe(inst)...)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+}
+
+// limitsChanged compares what the user wrote for the in-place limits.
+func limitsChanged(plan, state instanceModel) bool {
+	return !plan.CPUs.Equal(state.CPUs) || !plan.Memory.Equal(state.Memory) || !plan.PidsLimit.Equal(state.PidsLimit)
+}
+
+func (r *instanceResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	var state instanceModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	timeout, diags := state.Timeouts.Delete(ctx, defaultDeleteTimeout)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	drv, cfg, diags := r.data.Driver(ctx, state.Backend)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	err := drv.DeleteInstance(ctx, state.ID.ValueString())
+	if err != nil && !driver.IsNotFound(err) {
+		resp.Diagnostics.Append(driverError(summary("Delete", instanceKind), cfg, fmt.Sprintf("deleting instance %q", state.Name.ValueString()), err))
+	}
+}
+
+// findByName finds an instance by the name the user gave it.
+func findByName(insts map[string]driver.Instance, name string) (driver.Instance, bool) {
+	for _, in := range insts {
+		if in.Name == name || in.Labels[driver.LabelName] == name {
+			return in, true
+		}
+	}
+	return driver.Instance{}, false
+}
+
+// generatedName is the default name: "sandbox-" and 8 random characters.
+func generatedName() string {
+	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return "sandbox-" + string(b)
+}

@@ -1,0 +1,80 @@
+package provider
+
+import (
+	"context"
+	"reflect"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/names"
+)
+
+func TestInstanceSchemaIsValid(t *testing.T) {
+	ctx := context.Background()
+	if diags := instanceSchema(ctx).ValidateImplementation(ctx); diags.HasError() {
+		t.Fatalf("schema: %v", diags)
+	}
+}
+
+func TestGeneratedNameIsValid(t *testing.T) {
+	seen := map[string]bool{}
+	for i := 0; i < 100; i++ {
+		n := generatedName()
+		if err := names.ValidateName(n); err != nil {
+			t.Fatal(err)
+		}
+		seen[n] = true
+	}
+	if len(seen) < 100 {
+		t.Errorf("generated names repeat: %d distinct of 100", len(seen))
+	}
+}
+
+func TestPortsFromLabel(t *testing.T) {
+	got := portsFromLabel("http=8080/tcp,dns=53/udp,bad,x=y/tcp,plain=22")
+	want := []driver.PortSpec{{Name: "http", Port: 8080, Protocol: "tcp"}, {Name: "dns", Port: 53, Protocol: "udp"}, {Name: "plain", Port: 22, Protocol: "tcp"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("portsFromLabel = %v, want %v", got, want)
+	}
+}
+
+func TestUserLabels(t *testing.T) {
+	engine := map[string]string{driver.LabelManagedBy: "x", driver.LabelName: "n", "team": "a", "env": "prod", "owner": "me"}
+	got := userLabels(engine, map[string]string{"env": "prod", "owner": "you"})
+	want := map[string]string{"team": "a", "owner": "me"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("userLabels = %v, want %v", got, want)
+	}
+}
+
+func TestPlanRunState(t *testing.T) {
+	eps := types.MapValueMust(types.StringType, nil)
+	cases := []struct {
+		running bool
+		status  string
+		change  bool
+	}{
+		{true, driver.StatusRunning, false},
+		{true, driver.StatusStopped, true},
+		{true, driver.StatusCreated, true},
+		{true, driver.StatusExpired, false},
+		{false, driver.StatusRunning, true},
+		{false, driver.StatusStopped, false},
+		{false, driver.StatusExpired, false},
+	}
+	for _, c := range cases {
+		state := instanceModel{Status: types.StringValue(c.status), IPAddress: types.StringValue("10.0.0.2"), Endpoints: eps}
+		plan := instanceModel{Running: types.BoolValue(c.running), Status: types.StringUnknown(), IPAddress: types.StringUnknown(), Endpoints: types.MapUnknown(types.StringType)}
+		var diags diag.Diagnostics
+		planRunState(&plan, state, &diags)
+		if got := plan.Status.IsUnknown(); got != c.change {
+			t.Errorf("running=%v status=%s: status unknown = %v, want %v", c.running, c.status, got, c.change)
+		}
+		if !c.change && (!plan.IPAddress.Equal(state.IPAddress) || !plan.Endpoints.Equal(eps)) {
+			t.Errorf("running=%v status=%s: observed values not kept", c.running, c.status)
+		}
+	}
+}

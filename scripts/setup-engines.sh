@@ -1,0 +1,216 @@
+#!/usr/bin/env bash
+# Install and start the engines the tests (and the demo) need, on Debian 12 as
+# root, without systemd. Idempotent: a warm re-run takes a second or two, and
+# daemons that already run are left alone.
+#
+# Usage: scripts/setup-engines.sh [ENGINE...]
+#   ENGINE: docker | local | incus | ssh | tls | fixtures
+# Engines come from the arguments, else from $ENGINES ("docker local ..."),
+# else from the acceptance gates that are set (SANDBOX_ACC_DOCKER=1 -> docker,
+# ...), else "docker local".
+#
+# Environment:
+#   ENGINES               engines to set up (space or comma separated)
+#   SETUP_TIMEOUT         seconds to wait for a daemon to answer (default 60)
+#   SANDBOX_SKIP_APT=1    never call apt-get (fail if a package is missing)
+set -euo pipefail
+
+SCRIPTS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+SETUP_TIMEOUT=${SETUP_TIMEOUT:-60}
+export DEBIAN_FRONTEND=noninteractive NEEDRESTART_SUSPEND=1
+
+log() { printf '[setup] %s\n' "$*" >&2; }
+die() { printf '[setup] ERROR: %s\n' "$*" >&2; exit 1; }
+
+now_ms() { date +%s%3N; }
+current_step=""
+trap 'rc=$?; [ "$rc" = 0 ] || [ -z "$current_step" ] || printf "[setup] step %s FAILED (exit %s)\n" "$current_step" "$rc" >&2' EXIT
+# step NAME CMD...: run CMD (errexit stays in force) and report its duration.
+step() {
+	local name=$1 start
+	shift
+	current_step=$name
+	start=$(now_ms)
+	"$@"
+	printf '[setup] %-34s %6d ms\n' "$name" "$(($(now_ms) - start))" >&2
+	current_step=""
+}
+
+[ "$(id -u)" = 0 ] || die "run as root (it installs packages and starts daemons)"
+
+# --- which engines ----------------------------------------------------------
+if [ $# -gt 0 ]; then
+	engines="$*"
+elif [ -n "${ENGINES:-}" ]; then
+	engines=${ENGINES//,/ }
+else
+	engines=""
+	gate() { case "${1:-}" in "" | 0 | false | no) return 1 ;; *) return 0 ;; esac }
+	gate "${SANDBOX_ACC_DOCKER:-}" && engines+=" docker"
+	gate "${SANDBOX_ACC_LOCAL:-}" && engines+=" local"
+	gate "${SANDBOX_ACC_INCUS:-}" && engines+=" incus"
+	gate "${SANDBOX_ACC_SSH:-}" && engines+=" ssh"
+	gate "${SANDBOX_ACC_TLS:-}" && engines+=" tls"
+	[ -n "$engines" ] || engines="docker local"
+fi
+
+want() { case " $engines " in *" $1 "*) return 0 ;; *) return 1 ;; esac }
+for e in $engines; do
+	case "$e" in docker | local | incus | ssh | tls | fixtures) ;; *) die "unknown engine '$e' (docker local incus ssh tls fixtures)" ;; esac
+done
+# SSH and TLS backends are Docker reached another way.
+{ want ssh || want tls || want fixtures; } && ! want docker && engines="docker $engines"
+log "engines: $(echo $engines)"
+
+# --- packages ----------------------------------------------------------------
+pkgs=()
+want docker && pkgs+=(docker.io busybox-static)
+want local && pkgs+=(bubblewrap busybox-static)
+want ssh && pkgs+=(openssh-server)
+want tls && pkgs+=(openssl)
+want fixtures && pkgs+=(debootstrap busybox-static)
+want incus && pkgs+=(busybox-static)
+
+installed() { [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]; }
+
+# backports_source adds bookworm-backports with the URI and keyring of the
+# main Debian entry, once.
+backports_source() {
+	if grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+		return 0
+	fi
+	local uri="" keyring=""
+	local f
+	for f in /etc/apt/sources.list.d/*.sources; do
+		[ -e "$f" ] || continue
+		# The stanza whose Suites include "bookworm" (the main archive).
+		read -r uri keyring < <(awk '
+			/^[[:space:]]*$/ { if (main && uri != "") { print uri, key; done=1; exit } main=0; uri=""; key=""; next }
+			/^URIs:/ { uri=$2 }
+			/^Signed-By:/ { key=$2 }
+			/^Suites:/ { for (i = 2; i <= NF; i++) if ($i == "bookworm") main=1 }
+			END { if (!done && main && uri != "") print uri, key }' "$f") || true
+		[ -n "$uri" ] && break
+	done
+	if [ -z "$uri" ] && [ -f /etc/apt/sources.list ]; then
+		uri=$(awk '$1 == "deb" && $0 ~ / bookworm / { for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) { print $i; exit } }' /etc/apt/sources.list)
+	fi
+	uri=${uri:-http://deb.debian.org/debian}
+	keyring=${keyring:-/usr/share/keyrings/debian-archive-keyring.gpg}
+	log "adding bookworm-backports ($uri)"
+	cat >/etc/apt/sources.list.d/bookworm-backports.sources <<EOF
+Types: deb
+URIs: $uri
+Suites: bookworm-backports
+Components: main
+Signed-By: $keyring
+EOF
+}
+
+install_packages() {
+	local missing=() p need_incus=0
+	for p in "${pkgs[@]}"; do
+		installed "$p" || missing+=("$p")
+	done
+	if want incus && ! installed incus; then
+		need_incus=1
+	fi
+	if [ ${#missing[@]} -eq 0 ] && [ "$need_incus" = 0 ]; then
+		return 0
+	fi
+	[ "${SANDBOX_SKIP_APT:-}" = 1 ] && die "missing packages: ${missing[*]} $([ $need_incus = 1 ] && echo incus) (SANDBOX_SKIP_APT=1)"
+	[ "$need_incus" = 1 ] && backports_source
+	log "installing: ${missing[*]} $([ $need_incus = 1 ] && echo 'incus (bookworm-backports)')"
+	local apt=(apt-get -o DPkg::Lock::Timeout=300 -qq)
+	"${apt[@]}" update </dev/null
+	if [ ${#missing[@]} -gt 0 ]; then
+		"${apt[@]}" install -y "${missing[@]}" </dev/null >/dev/null
+	fi
+	if [ "$need_incus" = 1 ]; then
+		"${apt[@]}" install -y -t bookworm-backports incus </dev/null >/dev/null
+	fi
+}
+
+# --- dockerd -------------------------------------------------------------------
+docker_answers() { timeout 5 docker version >/dev/null 2>&1; }
+
+start_dockerd() {
+	docker_answers && return 0
+	if ! pgrep -x dockerd >/dev/null; then
+		# A pid file left by a killed daemon stops the next one from starting.
+		rm -f /var/run/docker.pid
+		log "starting dockerd (log: /var/log/dockerd.log)"
+		setsid dockerd >/var/log/dockerd.log 2>&1 </dev/null &
+	fi
+	local deadline=$((SECONDS + SETUP_TIMEOUT))
+	until docker_answers; do
+		if [ $SECONDS -ge $deadline ]; then
+			tail -n 20 /var/log/dockerd.log >&2 || true
+			die "dockerd did not answer within ${SETUP_TIMEOUT}s (see /var/log/dockerd.log)"
+		fi
+		sleep 0.3
+	done
+}
+
+# --- bubblewrap ----------------------------------------------------------------
+check_bwrap() {
+	bwrap --ro-bind / / --unshare-all --die-with-parent true ||
+		die "bubblewrap cannot create namespaces here (bwrap --unshare-all failed)"
+}
+
+# --- incusd --------------------------------------------------------------------
+incus_answers() { timeout 5 incus query /1.0 >/dev/null 2>&1; }
+
+start_incusd() {
+	if ! incus_answers; then
+		if ! pgrep -x incusd >/dev/null; then
+			log "starting incusd (log: /var/log/incusd.log)"
+			setsid /usr/libexec/incus/incusd --group root >/var/log/incusd.log 2>&1 </dev/null &
+		fi
+		local deadline=$((SECONDS + SETUP_TIMEOUT))
+		until incus_answers; do
+			if [ $SECONDS -ge $deadline ]; then
+				tail -n 20 /var/log/incusd.log >&2 || true
+				die "incusd did not answer within ${SETUP_TIMEOUT}s (see /var/log/incusd.log)"
+			fi
+			sleep 0.3
+		done
+	fi
+	incus storage show default >/dev/null 2>&1 || incus storage create default dir >/dev/null
+	incus network show incusbr0 >/dev/null 2>&1 ||
+		incus network create incusbr0 ipv4.address=10.123.45.1/24 ipv4.nat=true ipv6.address=none >/dev/null
+	local devices
+	devices=$(incus profile device list default 2>/dev/null || true)
+	grep -qx root <<<"$devices" || incus profile device add default root disk path=/ pool=default >/dev/null
+	grep -qx eth0 <<<"$devices" || incus profile device add default eth0 nic network=incusbr0 name=eth0 >/dev/null
+}
+
+setup_incus() {
+	if [ -x "$SCRIPTS_DIR/setup-incus.sh" ]; then
+		"$SCRIPTS_DIR/setup-incus.sh"
+	else
+		start_incusd
+	fi
+}
+
+# run_owned NAME: scripts/NAME is written by the engineer who owns that
+# engine; call it when it is there.
+run_owned() {
+	local script="$SCRIPTS_DIR/$1"
+	if [ -f "$script" ]; then
+		bash "$script"
+	else
+		log "WARNING: scripts/$1 is missing: $2 is not set up"
+	fi
+}
+
+# --- run -----------------------------------------------------------------------
+total_start=$(now_ms)
+step "packages" install_packages
+want docker && step "dockerd" start_dockerd
+want local && step "bubblewrap" check_bwrap
+want incus && step "incusd" setup_incus
+want ssh && step "sshd (setup-sshd.sh)" run_owned setup-sshd.sh "the SSH test host"
+want tls && step "dockerd TLS (setup-docker-tls.sh)" run_owned setup-docker-tls.sh "the TLS Docker daemon"
+want fixtures && step "fixtures (fixtures.sh)" bash "$SCRIPTS_DIR/fixtures.sh"
+printf '[setup] %-34s %6d ms\n' "total" "$(($(now_ms) - total_start))" >&2
