@@ -31,7 +31,9 @@ say "building the provider"
 make -C "$REPO" --no-print-directory build BIN_DIR="$BIN_DIR"
 
 work=$(mktemp -d /tmp/sandbox-demo.XXXXXX)
-cp -R "$REPO/$EXAMPLE/." "$work/"
+case "$EXAMPLE" in /*) src=$EXAMPLE ;; *) src=$REPO/$EXAMPLE ;; esac
+[ -d "$src" ] || die "no example directory $src"
+cp -R "$src/." "$work/"
 cat >"$work/terraformrc" <<EOF
 provider_installation {
   dev_overrides {
@@ -64,7 +66,7 @@ trap 'exit 130' INT TERM
 say "terraform apply ($EXAMPLE, provider from $BIN_DIR)"
 applied=1
 start=$(now_ms)
-terraform -chdir="$work" apply -auto-approve -input=false
+terraform -chdir="$work" apply -auto-approve -input=false -compact-warnings
 apply_ms=$(($(now_ms) - start))
 
 say "outputs"
@@ -86,7 +88,13 @@ if [ "${DEMO_KEEP:-}" = 1 ]; then
 fi
 say "terraform destroy"
 start=$(now_ms)
-terraform -chdir="$work" destroy -auto-approve -input=false
+# The destroy plan repeats every attribute: show what happens, not the plan.
+set +e
+terraform -chdir="$work" destroy -auto-approve -input=false -compact-warnings -no-color 2>&1 |
+	grep -E -A20 'Destroying|Destruction complete|Destroy complete|Error|still destroying'
+rc=${PIPESTATUS[0]}
+set -e
+[ "$rc" = 0 ] || die "terraform destroy failed (exit $rc)"
 applied=0
 destroy_ms=$(($(now_ms) - start))
 

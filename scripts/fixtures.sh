@@ -10,7 +10,9 @@
 #     sandbox-fixture/busybox:latest     FROM scratch + busybox
 #     sandbox-fixture/debian:bookworm    the debootstrap tarball, imported
 #
-# Usage: scripts/fixtures.sh [busybox] [debian]   (default: both)
+# Usage: scripts/fixtures.sh [debian] [busybox]   (default: debian)
+# The Go tests build their busybox fixtures themselves (internal/acctest); the
+# busybox artefacts here are for examples and manual runs.
 # Environment: SANDBOX_FIXTURE_DIR, DEBIAN_MIRROR (default: the main apt source),
 #   FIXTURES_REBUILD=1 to rebuild everything.
 set -euo pipefail
@@ -27,7 +29,7 @@ now_ms() { date +%s%3N; }
 mkdir -p "$DIR"
 TMPS=()
 trap 'rm -rf "${TMPS[@]}"' EXIT
-what=${*:-busybox debian}
+what=${*:-debian}
 have_docker() { timeout 5 docker version >/dev/null 2>&1; }
 docker_image_stamp() { docker image inspect -f '{{ index .Config.Labels "sandbox.fixture.stamp" }}' "$1" 2>/dev/null || true; }
 

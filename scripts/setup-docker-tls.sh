@@ -97,10 +97,18 @@ tls_docker() {
 
 answers() { tls_docker version >/dev/null 2>&1; }
 
+# alive PID WORD: PID runs (a zombie does not count: PID 1 here may not reap)
+# and its command line holds WORD.
+alive() {
+	local state
+	state=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) || return 1
+	[ -n "$state" ] && [ "$state" != Z ] && tr '\0' ' ' <"/proc/$1/cmdline" | grep -qF -- "$2"
+}
+
 daemon_pid() {
 	local pid
 	pid=$(cat "$PIDFILE" 2>/dev/null) || return 1
-	[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && echo "$pid"
+	[ -n "$pid" ] && alive "$pid" "$EXEC_ROOT" && echo "$pid"
 }
 
 start_dockerd() {

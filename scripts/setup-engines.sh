@@ -71,7 +71,6 @@ want tls && pkgs+=(openssl)
 want fixtures && pkgs+=(debootstrap busybox-static)
 want incus && pkgs+=(busybox-static)
 
-installed() { [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]; }
 
 # backports_source adds bookworm-backports with the URI and keyring of the
 # main Debian entry, once.
@@ -108,11 +107,13 @@ EOF
 }
 
 install_packages() {
-	local missing=() p need_incus=0
-	for p in "${pkgs[@]}"; do
-		installed "$p" || missing+=("$p")
+	local missing=() p need_incus=0 have
+	# One dpkg-query for every package: "<name> <status>" per installed one.
+	have=$(dpkg-query -W -f='${Package} ${Status}\n' "${pkgs[@]}" incus 2>/dev/null | awk '$NF == "installed" { print $1 }' || true)
+	for p in $(printf '%s\n' "${pkgs[@]}" | sort -u); do
+		grep -qx "$p" <<<"$have" || missing+=("$p")
 	done
-	if want incus && ! installed incus; then
+	if want incus && ! grep -qx incus <<<"$have"; then
 		need_incus=1
 	fi
 	if [ ${#missing[@]} -eq 0 ] && [ "$need_incus" = 0 ]; then
@@ -186,8 +187,8 @@ start_incusd() {
 }
 
 setup_incus() {
-	if [ -x "$SCRIPTS_DIR/setup-incus.sh" ]; then
-		"$SCRIPTS_DIR/setup-incus.sh"
+	if [ -f "$SCRIPTS_DIR/setup-incus.sh" ]; then
+		bash "$SCRIPTS_DIR/setup-incus.sh"
 	else
 		start_incusd
 	fi

@@ -80,6 +80,8 @@ ListenAddress 127.0.0.1
 HostKey $SSHD_DIR/ssh_host_ed25519_key
 PidFile $PIDFILE
 AuthorizedKeysFile $SSHD_DIR/authorized_keys
+# The files are the script's own; StrictModes would refuse them under /tmp.
+StrictModes no
 PermitRootLogin prohibit-password
 PubkeyAuthentication yes
 PasswordAuthentication no
@@ -107,10 +109,18 @@ EOF
 	return 0
 }
 
+# alive PID WORD: PID runs (a zombie does not count: PID 1 here may not reap)
+# and its command line holds WORD.
+alive() {
+	local state
+	state=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) || return 1
+	[ -n "$state" ] && [ "$state" != Z ] && tr '\0' ' ' <"/proc/$1/cmdline" | grep -qF -- "$2"
+}
+
 sshd_pid() {
 	local pid
 	pid=$(cat "$PIDFILE" 2>/dev/null) || return 1
-	[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && grep -q sshd "/proc/$pid/cmdline" 2>/dev/null && echo "$pid"
+	[ -n "$pid" ] && alive "$pid" "$CONF" && echo "$pid"
 }
 
 # answers: the sshd on PORT presents our host key.
@@ -124,8 +134,10 @@ answers() {
 start_sshd() {
 	local changed=$1 pid
 	if pid=$(sshd_pid); then
-		if [ "$changed" = 1 ]; then
-			log "config changed: reloading sshd (pid $pid)"
+		# SIGHUP makes sshd re-read its config and host keys (e.g. a key
+		# made again after its file was deleted).
+		if [ "$changed" = 1 ] || ! answers; then
+			log "reloading sshd (pid $pid): its config or host key changed"
 			kill -HUP "$pid"
 			sleep 0.5
 		fi

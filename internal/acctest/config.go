@@ -7,7 +7,8 @@ import (
 )
 
 // BackendConfig is the HCL of `resource "sandbox_backend" "test"` named name
-// on the driver drv, matching DriverConfig(drv, name).
+// on the driver drv, matching DriverConfig(drv, name): docker and incus with
+// their defaults, local under LocalRoot() with the default bwrap isolation.
 func BackendConfig(drv, name string) string {
 	return BackendConfigWith("test", drv, name, "")
 }
@@ -18,7 +19,7 @@ func BackendConfigWith(resourceName, drv, name, extra string) string {
 	block := ""
 	switch drv {
 	case driver.Local:
-		block = fmt.Sprintf("root = %q\n    isolation = %q\n    %s", LocalRoot(), driver.IsolationBwrap, extra)
+		block = fmt.Sprintf("root = %q\n    %s", LocalRoot(), extra)
 	default:
 		block = extra
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -82,6 +83,15 @@ func copyFile(t *testing.T, from, to string, mode os.FileMode) {
 // It is what local (and, with metadata, incus) archives expect.
 func BusyboxRootfsTarball(t *testing.T) string {
 	t.Helper()
+	p := filepath.Join(t.TempDir(), "busybox-rootfs.tar.gz")
+	WriteBusyboxRootfsTarball(t, p, nil)
+	return p
+}
+
+// WriteBusyboxRootfsTarball writes the busybox rootfs tarball to p, plus
+// extra regular files (path in the rootfs -> content), e.g. to change it.
+func WriteBusyboxRootfsTarball(t *testing.T, p string, extra map[string]string) {
+	t.Helper()
 	bb := Busybox(t)
 	applets, err := exec.Command(bb, "--list").Output()
 	if err != nil {
@@ -119,17 +129,27 @@ func BusyboxRootfsTarball(t *testing.T) string {
 	add(&tar.Header{Typeflag: tar.TypeSymlink, Name: "sbin/init", Linkname: "../bin/busybox", Mode: 0o777}, nil)
 	passwd := []byte("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n")
 	add(&tar.Header{Typeflag: tar.TypeReg, Name: "etc/passwd", Mode: 0o644, Size: int64(len(passwd))}, passwd)
+	for _, name := range sortedKeys(extra) {
+		add(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: 0o644, Size: int64(len(extra[name]))}, []byte(extra[name]))
+	}
 	if err := tw.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if err := gz.Close(); err != nil {
 		t.Fatal(err)
 	}
-	p := filepath.Join(t.TempDir(), "busybox-rootfs.tar.gz")
 	if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return p
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // EnvAgentBinary names the agent binary for drivers (see internal/agent).
@@ -137,47 +157,50 @@ const EnvAgentBinary = "SANDBOX_AGENT_BINARY"
 
 var (
 	agentOnce sync.Once
-	agentDir  string
 	agentPath string
 	agentErr  error
 )
 
 // AgentBinary builds ./cmd/sandbox-agent once per test process (static,
 // CGO_ENABLED=0), sets SANDBOX_AGENT_BINARY for the in-process provider, and
-// returns its path. Cleanup removes it when the test binary ends.
+// returns its path. The binary lives at one fixed path under the temporary
+// directory, replaced atomically by each build, so test runs (also killed
+// ones) leave at most that one file behind.
 func AgentBinary(t *testing.T) string {
 	t.Helper()
-	agentOnce.Do(func() {
-		root, err := moduleRoot()
-		if err != nil {
-			agentErr = err
-			return
-		}
-		if agentDir, agentErr = os.MkdirTemp("", "tf-acc-sandbox-agent-"); agentErr != nil {
-			return
-		}
-		agentPath = filepath.Join(agentDir, "sandbox-agent")
-		cmd := exec.Command("go", "build", "-trimpath", "-o", agentPath, "./cmd/sandbox-agent")
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			agentErr = fmt.Errorf("go build ./cmd/sandbox-agent: %v\n%s", err, out)
-			return
-		}
-		agentErr = os.Setenv(EnvAgentBinary, agentPath)
-	})
+	agentOnce.Do(func() { agentPath, agentErr = buildAgent() })
 	if agentErr != nil {
 		t.Fatalf("building the sandbox agent: %v", agentErr)
 	}
 	return agentPath
 }
 
-// Cleanup removes what the package built for the whole test process; call
-// it from TestMain after m.Run.
-func Cleanup() {
-	if agentDir != "" {
-		_ = os.RemoveAll(agentDir)
+func buildAgent() (string, error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return "", err
 	}
+	dir := filepath.Join(os.TempDir(), "tf-acc-sandbox-agent")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	tmp, err := os.CreateTemp(dir, ".build-*")
+	if err != nil {
+		return "", err
+	}
+	tmp.Close()
+	defer os.Remove(tmp.Name())
+	cmd := exec.Command("go", "build", "-trimpath", "-o", tmp.Name(), "./cmd/sandbox-agent")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/sandbox-agent: %v\n%s", err, out)
+	}
+	final := filepath.Join(dir, "sandbox-agent")
+	if err := os.Rename(tmp.Name(), final); err != nil {
+		return "", err
+	}
+	return final, os.Setenv(EnvAgentBinary, final)
 }
 
 // moduleRoot finds the directory of go.mod above the working directory.

@@ -97,17 +97,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return ExitUsage
 }
 
-// splitCommand separates the options before "--" from the command after it.
-// Without "--" everything is an option.
-func splitCommand(args []string) (opts, cmd []string) {
-	for i, a := range args {
-		if a == "--" {
-			return args[:i], args[i+1:]
-		}
-	}
-	return args, nil
-}
-
 // usageError prints a message and returns ExitUsage.
 func usageError(stderr io.Writer, format string, a ...any) int {
 	fmt.Fprintf(stderr, "sandbox-agent: "+format+"\n", a...)

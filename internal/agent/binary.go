@@ -20,7 +20,7 @@ func BinaryPath() (string, error) {
 	if path == "" {
 		exe, err := os.Executable()
 		if err != nil {
-			return "", fmt.Errorf("sandbox agent: cannot locate this executable (%v); set %s to a static build of cmd/sandbox-agent", err, EnvBinary)
+			return "", fmt.Errorf("sandbox agent: cannot locate this executable (%w); set %s to a static build of cmd/sandbox-agent", err, EnvBinary)
 		}
 		path = exe
 	}
@@ -48,7 +48,7 @@ func CheckBinary(path, goarch string) error {
 	hint := fmt.Sprintf(fix, goarch, EnvBinary)
 	f, err := elf.Open(path)
 	if err != nil {
-		return fmt.Errorf("sandbox agent %s is not a Linux ELF executable (%v): %s", path, err, hint)
+		return fmt.Errorf("sandbox agent %s is not a Linux ELF executable (%w): %s", path, err, hint)
 	}
 	defer f.Close()
 	if want, ok := elfMachines[goarch]; !ok || f.Machine != want {

@@ -46,7 +46,7 @@ func parseInit(args []string, stderr io.Writer) (initConfig, error) {
 	if *deadline != "" {
 		t, err := time.Parse(time.RFC3339Nano, *deadline)
 		if err != nil {
-			return cfg, fmt.Errorf("--deadline: %v", err)
+			return cfg, fmt.Errorf("--deadline: %w", err)
 		}
 		cfg.deadline = t
 	}
@@ -59,6 +59,7 @@ type supervisor struct {
 	pid1   bool
 	child  int // pid of the command; 0 when there is none
 	stderr io.Writer
+	cred   *syscall.Credential // nil: the command runs as init's user
 }
 
 func runInit(args []string, stderr io.Writer) int {
@@ -71,6 +72,9 @@ func runInit(args []string, stderr io.Writer) int {
 		return ExitExpired
 	}
 	s := &supervisor{pid1: os.Getpid() == 1, stderr: stderr}
+	if s.cred, err = userCredential(cfg.user); err != nil {
+		return usageError(stderr, "init: %v", err)
+	}
 	if !s.pid1 {
 		// Best effort: without it orphans go to the real init, which reaps them.
 		_, _, _ = syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0)
@@ -130,7 +134,9 @@ func (s *supervisor) loop(cfg initConfig, sigs <-chan os.Signal) int {
 				}
 				continue
 			}
-			_ = syscall.Kill(s.child, sig.(syscall.Signal))
+			if ss, ok := sig.(syscall.Signal); ok {
+				_ = syscall.Kill(s.child, ss)
+			}
 		case <-expire:
 			fmt.Fprintf(s.stderr, "sandbox-agent: lifetime ended at %s; stopping\n", cfg.deadline.Format(time.RFC3339))
 			return s.shutdown(cfg.grace, ExitExpired)

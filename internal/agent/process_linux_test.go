@@ -285,8 +285,28 @@ func TestProbePIDMissing(t *testing.T) {
 	if code, _, _ := runAgent(t, 5*time.Second, "probe", "pid", path); code != 1 {
 		t.Errorf("probe pid of missing file: %d, want 1", code)
 	}
-	os.WriteFile(path, []byte("nonsense"), 0o644)
+	if err := os.WriteFile(path, []byte("nonsense"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if code, _, _ := runAgent(t, 5*time.Second, "probe", "pid", path); code != 1 {
 		t.Errorf("probe pid of garbage: %d, want 1", code)
+	}
+}
+
+// TestInitUser: --user drops the command (not init) to uid:gid.
+func TestInitUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to switch users")
+	}
+	argv := agent.InitAsUser(agent.InitCommand(time.Time{}, []string{"sh", "-c", "id -u; id -g"}), 65534, 65533)
+	if want := []string{agent.PathInInstance, "init", "--user", "65534:65533", "--", "sh", "-c", "id -u; id -g"}; strings.Join(argv, " ") != strings.Join(want, " ") {
+		t.Fatalf("InitAsUser argv %q, want %q", argv, want)
+	}
+	code, out, errOut := runAgent(t, 10*time.Second, argv[1:]...)
+	if code != 0 || out != "65534\n65533\n" {
+		t.Fatalf("exit %d out %q stderr %q, want 0 and 65534/65533", code, out, errOut)
+	}
+	if code, _, _ := runAgent(t, 10*time.Second, "init", "--user", "nobody", "--", "true"); code != agent.ExitUsage {
+		t.Errorf("--user with a name: exit %d, want %d", code, agent.ExitUsage)
 	}
 }

@@ -96,14 +96,14 @@ func writePIDFile(path string, pid int) error {
 func probePID(pidfile string) error {
 	b, err := os.ReadFile(pidfile)
 	if err != nil {
-		return fmt.Errorf("pidfile: %v", err)
+		return fmt.Errorf("pidfile: %w", err)
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
 	if err != nil || pid <= 0 {
 		return fmt.Errorf("pidfile %s does not hold a pid: %q", pidfile, strings.TrimSpace(string(b)))
 	}
 	if err := syscall.Kill(pid, 0); err != nil && err != syscall.EPERM {
-		return fmt.Errorf("process %d is not running: %v", pid, err)
+		return fmt.Errorf("process %d is not running: %w", pid, err)
 	}
 	if processState(pid) == "Z" {
 		return fmt.Errorf("process %d has exited", pid)

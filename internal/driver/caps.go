@@ -117,7 +117,7 @@ func portsProblem(cfg Config, caps Info, network string) string {
 		return "`network = \"none\"` has no network to publish on; use \"isolated\" or \"bridge\""
 	case cfg.Driver == Docker && cfg.Docker != nil && cfg.Docker.Internal:
 		return "the backend has `internal = true` and Docker does not publish ports of containers on internal networks"
-	case cfg.Driver == Local && network != NetworkBridge:
+	case cfg.Driver == Local && network != "" && network != NetworkBridge: // "": not known yet
 		return "a local sandbox's ports are reached only when it shares the host network; use `network = \"bridge\"`"
 	case !caps.Has(CapPorts):
 		return "this backend does not publish ports"

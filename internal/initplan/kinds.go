@@ -120,7 +120,7 @@ func (k Kind) resolve(user map[string]string) (map[string]string, error) {
 		}
 		if v != "" && s.check != nil {
 			if err := s.check(v); err != nil {
-				return nil, fmt.Errorf("settings.%s: %v", s.Name, err)
+				return nil, fmt.Errorf("settings.%s: %w", s.Name, err)
 			}
 		}
 		out[s.Name] = v

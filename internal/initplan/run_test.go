@@ -42,9 +42,9 @@ func (f *fakeDriver) CopyFiles(_ context.Context, _ string, files []driver.File)
 }
 
 func fastPolling(t *testing.T) {
-	first, max := pollFirst, pollMax
+	first, most := pollFirst, pollMax
 	pollFirst, pollMax = 5*time.Millisecond, 20*time.Millisecond
-	t.Cleanup(func() { pollFirst, pollMax = first, max })
+	t.Cleanup(func() { pollFirst, pollMax = first, most })
 }
 
 func ok(stdout string) (driver.ExecResult, error) {

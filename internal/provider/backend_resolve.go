@@ -294,18 +294,25 @@ func isLoopback(host string) bool {
 // is a different backend, so whatever lives on the old one is replaced.
 // Connection details (keys, advertise_host, ...) are not part of it.
 func backendIdentity(cfg driver.Config) string {
-	raw := map[string]any{}
-	blocks := map[string]any{driver.Docker: cfg.Docker, driver.Incus: cfg.Incus, driver.Kubernetes: cfg.Kubernetes, driver.Local: cfg.Local}
+	raw := blockRaw(cfg)
 	id := cfg.Driver + "\x00" + cfg.Name
-	if b := blocks[cfg.Driver]; b != nil {
-		_ = jsonRoundTrip(b, &raw)
-	}
 	for _, f := range handleFields[cfg.Driver] {
 		if f.identity {
 			id += "\x00" + fmt.Sprint(raw[f.name])
 		}
 	}
 	return id
+}
+
+// blockRaw is cfg's driver block as attribute name -> value (the JSON tags
+// of the driver config structs are the attribute names).
+func blockRaw(cfg driver.Config) map[string]any {
+	blocks := map[string]any{driver.Docker: cfg.Docker, driver.Incus: cfg.Incus, driver.Kubernetes: cfg.Kubernetes, driver.Local: cfg.Local}
+	raw := map[string]any{}
+	if b := blocks[cfg.Driver]; b != nil {
+		_ = jsonRoundTrip(b, &raw)
+	}
+	return raw
 }
 
 func jsonRoundTrip(in, out any) error {

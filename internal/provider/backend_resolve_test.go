@@ -75,15 +75,15 @@ func TestResolveProblems(t *testing.T) {
 		field string
 		want  string
 	}{
-		{"scheme", docker(driver.DockerConfig{Host: "http://x"}), "host", "must be a `unix://PATH`"},
-		{"unix relative", docker(driver.DockerConfig{Host: "unix://sock"}), "host", "absolute socket path"},
-		{"tcp no port", docker(driver.DockerConfig{Host: "tcp://10.0.0.1"}), "host", "needs a host and a port"},
-		{"insecure tcp", docker(driver.DockerConfig{Host: "tcp://10.0.0.1:2375"}), "host", "allow_insecure_tcp"},
-		{"missing key", docker(driver.DockerConfig{Host: "ssh://h", SSHKeyFile: "/nope"}), "ssh_key_file", "does not exist"},
-		{"ssh field on unix", docker(driver.DockerConfig{SSHKeyFile: "/k"}), "ssh_key_file", "applies only to `ssh://`"},
-		{"tls field on ssh", docker(driver.DockerConfig{Host: "ssh://h", TLSCAFile: "/ca"}), "tls_ca_file", "applies only to `tcp://`"},
-		{"cert without key", docker(driver.DockerConfig{Host: "tcp://10.0.0.1:2376", TLSCAFile: "/ca", TLSCertFile: "/ca"}), "tls_key_file", "set together"},
-		{"port strategy", docker(driver.DockerConfig{PortStrategy: "random"}), "port_strategy", "must be one of"},
+		{"scheme", dockerCfg(driver.DockerConfig{Host: "http://x"}), "host", "must be a `unix://PATH`"},
+		{"unix relative", dockerCfg(driver.DockerConfig{Host: "unix://sock"}), "host", "absolute socket path"},
+		{"tcp no port", dockerCfg(driver.DockerConfig{Host: "tcp://10.0.0.1"}), "host", "needs a host and a port"},
+		{"insecure tcp", dockerCfg(driver.DockerConfig{Host: "tcp://10.0.0.1:2375"}), "host", "allow_insecure_tcp"},
+		{"missing key", dockerCfg(driver.DockerConfig{Host: "ssh://h", SSHKeyFile: "/nope"}), "ssh_key_file", "does not exist"},
+		{"ssh field on unix", dockerCfg(driver.DockerConfig{SSHKeyFile: "/k"}), "ssh_key_file", "applies only to `ssh://`"},
+		{"tls field on ssh", dockerCfg(driver.DockerConfig{Host: "ssh://h", TLSCAFile: "/ca"}), "tls_ca_file", "applies only to `tcp://`"},
+		{"cert without key", dockerCfg(driver.DockerConfig{Host: "tcp://10.0.0.1:2376", TLSCAFile: "/ca", TLSCertFile: "/ca"}), "tls_key_file", "set together"},
+		{"port strategy", dockerCfg(driver.DockerConfig{PortStrategy: "random"}), "port_strategy", "must be one of"},
 		{"incus scheme", driver.Config{Driver: driver.Incus, Name: "b", Incus: &driver.IncusConfig{Address: "ftp://x"}}, "address", "leave it unset"},
 		{"incus remote no cert", driver.Config{Driver: driver.Incus, Name: "b", Incus: &driver.IncusConfig{Address: "https://x:8443"}}, "client_cert_file", "remote server"},
 		{"isolation", driver.Config{Driver: driver.Local, Name: "b", Local: &driver.LocalConfig{Isolation: "chroot"}}, "isolation", "must be one of"},
@@ -104,7 +104,7 @@ func TestResolveProblems(t *testing.T) {
 	}
 }
 
-func docker(d driver.DockerConfig) driver.Config {
+func dockerCfg(d driver.DockerConfig) driver.Config {
 	return driver.Config{Driver: driver.Docker, Name: "b", Docker: &d}
 }
 
@@ -139,7 +139,7 @@ func TestResolveIncusAndKubernetes(t *testing.T) {
 }
 
 func TestBackendIdentityAndImportID(t *testing.T) {
-	a := mustResolve(t, docker(driver.DockerConfig{}), testEnv(nil))
+	a := mustResolve(t, dockerCfg(driver.DockerConfig{}), testEnv(nil))
 	b := a
 	dc := *a.Docker
 	dc.AdvertiseHost = "192.0.2.1"

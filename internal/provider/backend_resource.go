@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -78,6 +79,12 @@ func (r *backendResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	if !ok {
 		return
 	}
+	if !slices.Contains(driver.Registered(), resolved.Driver) {
+		resp.Diagnostics.AddAttributeError(path.Root(resolved.Driver), "Driver Not Available",
+			fmt.Sprintf("This build of the provider has no `%s` driver (it has %v). Use one of those, or a provider build that includes it.",
+				resolved.Driver, driver.Registered()))
+		return
+	}
 	handle, diags := HandleFromConfig(resolved)
 	resp.Diagnostics.Append(diags...)
 	plan.Handle, plan.Driver, plan.ID = handle, types.StringValue(resolved.Driver), types.StringValue(backendID(resolved))
@@ -86,6 +93,9 @@ func (r *backendResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
 		if before, d := ConfigFromHandle(ctx, state.Handle); !d.HasError() && backendIdentity(before) != backendIdentity(resolved) {
 			resp.RequiresReplace = append(resp.RequiresReplace, path.Root("handle"))
+		}
+		if !plan.Handle.Equal(state.Handle) {
+			plan.unknownEngineAttributes() // a new setting may change what the engine reports
 		}
 	}
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
@@ -328,18 +338,12 @@ func backendFromImportID(id string) (driver.Config, diag.Diagnostics) {
 			". The backend part is `<driver>:<name>[:<endpoint>][?<field>=<value>&...]`, e.g. `docker:gpu` or `local:dev`.")
 		return driver.Config{}, diags
 	}
-	raw := map[string]any{}
-	for k, v := range block {
-		switch tv := v.(type) {
-		case types.String:
-			if !tv.IsNull() {
-				raw[k] = tv.ValueString()
-			}
-		case types.Bool:
-			if !tv.IsNull() {
-				raw[k] = tv.ValueBool()
-			}
-		}
+	obj, d := types.ObjectValue(handleBlockAttrTypes(drv), block)
+	diags.Append(d...)
+	raw, err := objectToRaw(obj)
+	if err != nil {
+		diags.AddError("Invalid Import ID", err.Error())
+		return driver.Config{}, diags
 	}
 	var cfg driver.Config
 	if err := jsonRoundTrip(map[string]any{"driver": drv, "name": name, drv: raw}, &cfg); err != nil {
@@ -352,11 +356,8 @@ func backendFromImportID(id string) (driver.Config, diag.Diagnostics) {
 
 // backendID is `<driver>:<name>:<endpoint>`, itself a valid import ID.
 func backendID(cfg driver.Config) string {
-	raw := map[string]any{}
-	blocks := map[string]any{driver.Docker: cfg.Docker, driver.Incus: cfg.Incus, driver.Kubernetes: cfg.Kubernetes, driver.Local: cfg.Local}
-	_ = jsonRoundTrip(blocks[cfg.Driver], &raw)
 	id := cfg.Driver + ":" + cfg.Name
-	if ep, _ := raw[endpointField[cfg.Driver]].(string); ep != "" {
+	if ep, _ := blockRaw(cfg)[endpointField[cfg.Driver]].(string); ep != "" {
 		id += ":" + ep
 	}
 	return id
@@ -386,6 +387,13 @@ func (m *backendModel) unresolvedConfig() (cfg driver.Config, known bool, err er
 		return cfg, false, fmt.Errorf("the backend configuration could not be read: %w", err)
 	}
 	return cfg, true, nil
+}
+
+// unknownEngineAttributes marks what observe fills as unknown in a plan.
+func (m *backendModel) unknownEngineAttributes() {
+	m.EngineVersion, m.OS, m.Arch = types.StringUnknown(), types.StringUnknown(), types.StringUnknown()
+	m.CPUs, m.MemoryBytes = types.Int64Unknown(), types.Int64Unknown()
+	m.Capabilities = types.SetUnknown(types.StringType)
 }
 
 // unwrap returns the engine driver behind the provider's wrapper.

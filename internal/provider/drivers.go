@@ -5,5 +5,6 @@ package provider
 // through driver.Pool.
 import (
 	_ "github.com/sandboxfleet/terraform-provider-sandbox/internal/driver/docker"
+	_ "github.com/sandboxfleet/terraform-provider-sandbox/internal/driver/incus"
 	_ "github.com/sandboxfleet/terraform-provider-sandbox/internal/driver/local"
 )

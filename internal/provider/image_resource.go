@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
 	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
 
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
@@ -153,7 +154,7 @@ func (r *imageResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanR
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	if cfg, ok := knownBackend(ctx, plan.Backend); ok {
+	if cfg, ok := knownBackend(ctx, plan.Backend, &resp.Diagnostics); ok {
 		r.checkCapabilities(cfg, &plan, &resp.Diagnostics)
 		if !plan.Name.IsUnknown() {
 			plan.ID = types.StringValue(objectID(cfg, imageSep, plan.Name.ValueString()))
@@ -173,13 +174,23 @@ func (r *imageResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanR
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 }
 
-// knownBackend decodes a handle that is fully known at plan time.
-func knownBackend(ctx context.Context, h types.Object) (driver.Config, bool) {
+// knownBackend decodes a handle that is fully known at plan time and
+// reports one that names no driver of this provider.
+func knownBackend(ctx context.Context, h types.Object, diags *diag.Diagnostics) (driver.Config, bool) {
 	if h.IsNull() || h.IsUnknown() {
 		return driver.Config{}, false
 	}
-	cfg, diags := ConfigFromHandle(ctx, h)
-	return cfg, !diags.HasError()
+	cfg, d := ConfigFromHandle(ctx, h)
+	if d.HasError() {
+		diags.Append(d...)
+		return cfg, false
+	}
+	if _, ok := handleFields[cfg.Driver]; !ok {
+		diags.AddAttributeError(path.Root("backend").AtName("driver"), "Invalid Backend Handle",
+			fmt.Sprintf("`backend.driver` is %q, which is not one of %v. Pass `backend = sandbox_backend.NAME.handle`.", cfg.Driver, handleDrivers))
+		return cfg, false
+	}
+	return cfg, true
 }
 
 func (r *imageResource) checkCapabilities(cfg driver.Config, plan *imageModel, diags *diag.Diagnostics) {
@@ -263,6 +274,7 @@ func (r *imageResource) Create(ctx context.Context, req resource.CreateRequest, 
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	tflog.Debug(ctx, "making image", map[string]any{"backend": cfg.Name, "driver": cfg.Driver, "image": spec.Name, "source_hash": plan.SourceHash.ValueString()})
 	img, err := d.EnsureImage(ctx, spec)
 	if err != nil {
 		resp.Diagnostics.Append(driverError(summary("Create", "Sandbox Image"), cfg, fmt.Sprintf("making image %q", spec.Name), err))
@@ -342,6 +354,7 @@ func (r *imageResource) Delete(ctx context.Context, req resource.DeleteRequest, 
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	tflog.Debug(ctx, "deleting image", map[string]any{"backend": cfg.Name, "image": state.Name.ValueString(), "image_id": state.ImageID.ValueString()})
 	err := d.DeleteImage(ctx, state.Name.ValueString(), state.ImageID.ValueString())
 	if err != nil && !driver.IsNotFound(err) {
 		resp.Diagnostics.Append(driverError(summary("Delete", "Sandbox Image"), cfg, fmt.Sprintf("deleting image %q", state.Name.ValueString()), err))

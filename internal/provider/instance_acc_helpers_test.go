@@ -71,6 +71,11 @@ type backendOpts struct {
 // config is a whole configuration: backend, image and one instance whose
 // body is given (backend, image and name are filled in).
 func (e accEnv) config(o backendOpts, body string) string {
+	return e.configWith(o, "", body)
+}
+
+// configWith is config plus other resources (e.g. a sandbox_volume).
+func (e accEnv) configWith(o backendOpts, resources, body string) string {
 	extra := ""
 	if o.portStrategy != "" {
 		extra = fmt.Sprintf("port_strategy = %q", o.portStrategy)
@@ -88,7 +93,8 @@ resource "sandbox_instance" "test" {
   name    = %q
   %s
 }
-`, e.name, e.source, e.name, body)
+%s
+`, e.name, e.source, e.name, body, resources)
 }
 
 // checkDestroy asks the engine that the backend and its instances are gone.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -61,6 +62,10 @@ func TestAccInstance_basic(t *testing.T) {
 				// The engine does not report these settings back.
 				ImportStateVerifyIgnore: []string{"command", "env", "timeouts"},
 			},
+			resource.TestStep{ResourceName: instanceAddr, ImportState: true, ImportStateId: "no-instance-name",
+				ExpectError: regexp.MustCompile(`Invalid Sandbox Instance Import ID`)},
+			resource.TestStep{ResourceName: instanceAddr, ImportState: true, ImportStateIdFunc: importID("tf-acc-missing"),
+				ExpectError: regexp.MustCompile(`no instance named "tf-acc-missing"`)},
 		)
 	})
 }
@@ -111,22 +116,23 @@ func TestAccInstance_updateInPlace(t *testing.T) {
 
 func TestAccInstance_forcedReplacement(t *testing.T) {
 	eachBackend(t, func(t *testing.T, e accEnv) {
-		differ := statecheck.CompareValue(compare.ValuesDiffer())
+		// A marker written into the sandbox is gone after a replacement
+		// (IDs may repeat: the local driver's ID is the name).
+		mark := checkExec("", "touch", "/marker")
+		fresh := checkExec("fresh", "sh", "-c", "test -e /marker || echo fresh")
 		runInstanceTest(t, e,
-			resource.TestStep{
-				Config:            e.config(backendOpts{}, sleepCmd+"\n  memory = \"64MiB\""),
-				ConfigStateChecks: []statecheck.StateCheck{differ.AddStateValue(instanceAddr, tfjsonpath.New("id"))},
-			},
+			resource.TestStep{Config: e.config(backendOpts{}, sleepCmd+"\n  memory = \"64MiB\""), Check: mark},
 			resource.TestStep{
 				Config:            e.config(backendOpts{}, `command = ["sleep", "3601"]`+"\n  memory = \"64MiB\""),
 				ConfigPlanChecks:  expectAction(plancheck.ResourceActionDestroyBeforeCreate),
-				ConfigStateChecks: []statecheck.StateCheck{differ.AddStateValue(instanceAddr, tfjsonpath.New("id")), expectStatus(driver.StatusRunning)},
+				ConfigStateChecks: []statecheck.StateCheck{expectStatus(driver.StatusRunning)},
+				Check:             resource.ComposeTestCheckFunc(fresh, mark),
 			},
 			resource.TestStep{
 				// Engines cannot lift a limit in place: removing one replaces.
-				Config:            e.config(backendOpts{}, `command = ["sleep", "3601"]`),
-				ConfigPlanChecks:  expectAction(plancheck.ResourceActionDestroyBeforeCreate),
-				ConfigStateChecks: []statecheck.StateCheck{differ.AddStateValue(instanceAddr, tfjsonpath.New("id"))},
+				Config:           e.config(backendOpts{}, `command = ["sleep", "3601"]`),
+				ConfigPlanChecks: expectAction(plancheck.ResourceActionDestroyBeforeCreate),
+				Check:            fresh,
 			},
 		)
 	})
@@ -263,21 +269,36 @@ func checkEndpointServes(port, want string) resource.TestCheckFunc {
 	}
 }
 
-func TestAccInstance_files(t *testing.T) {
+func TestAccInstance_filesAndVolumes(t *testing.T) {
 	eachBackend(t, func(t *testing.T, e accEnv) {
 		src := writeTempFile(t, "from-source")
-		cfg := e.config(backendOpts{}, sleepCmd+fmt.Sprintf(`
+		seed := t.TempDir()
+		if err := writeFile(seed+"/data.txt", "seeded"); err != nil {
+			t.Fatal(err)
+		}
+		volume := fmt.Sprintf(`
+resource "sandbox_volume" "test" {
+  backend = sandbox_backend.test.handle
+  name    = "%s-vol"
+  source  = %q
+}
+`, e.name, seed)
+		cfg := e.configWith(backendOpts{}, volume, sleepCmd+fmt.Sprintf(`
   files = [
     { path = "/etc/secret.txt", content = "s3cret", mode = "0600" },
     { path = "/opt/run.sh", source = %q, mode = "0755" },
-  ]`, src))
+  ]
+  volumes = [{ volume = sandbox_volume.test.name, target = "/data", read_only = true }]`, src))
 		runInstanceTest(t, e,
 			resource.TestStep{Config: cfg, Check: resource.ComposeTestCheckFunc(
 				checkExec("s3cret", "cat", "/etc/secret.txt"),
 				checkExec("600", "stat", "-c", "%a", "/etc/secret.txt"),
 				checkExec("from-source", "cat", "/opt/run.sh"),
 				checkExec("755", "stat", "-c", "%a", "/opt/run.sh"),
+				checkExec("seeded", "cat", "/data/data.txt"),
+				checkExec("read-only", "sh", "-c", "touch /data/new 2>/dev/null && echo writable || echo read-only"),
 				resource.TestMatchResourceAttr(instanceAddr, "files.1.source_hash", sha256Re),
+				resource.TestCheckNoResourceAttr(instanceAddr, "files.0.source_hash"),
 			)},
 			resource.TestStep{
 				// Editing the source file, and nothing else, replaces the sandbox.
@@ -291,5 +312,53 @@ func TestAccInstance_files(t *testing.T) {
 				Check:            checkExec("edited", "cat", "/opt/run.sh"),
 			},
 		)
+	})
+}
+
+func TestAccInstance_security(t *testing.T) {
+	eachBackend(t, func(t *testing.T, e accEnv) {
+		// TODO(local driver): with overlayfs, a read-only root cannot take
+		// the mount points bwrap creates (/workspace): "Can't mkdir
+		// /workspace: Read-only file system". Enable it there once fixed.
+		readOnly := e.driver != driver.Local
+		body := sleepCmd + fmt.Sprintf(`
+  security = {
+    read_only_rootfs = %t
+    capabilities     = { add = ["NET_BIND_SERVICE"], drop = ["ALL"] }
+  }`, readOnly)
+		wantRootfs := map[bool]string{true: "read-only", false: "writable"}[readOnly]
+		runInstanceTest(t, e, resource.TestStep{
+			Config: e.config(backendOpts{}, body),
+			ConfigStateChecks: []statecheck.StateCheck{
+				// Unset fields keep their safe defaults.
+				statecheck.ExpectKnownValue(instanceAddr, tfjsonpath.New("security").AtMapKey("no_new_privileges"), knownvalue.Bool(true)),
+				statecheck.ExpectKnownValue(instanceAddr, tfjsonpath.New("security").AtMapKey("privileged"), knownvalue.Bool(false)),
+			},
+			Check: resource.ComposeTestCheckFunc(
+				// PID 1 is the sandbox's own init, started by the engine.
+				checkExec("NoNewPrivs:\t1", "grep", "NoNewPrivs", "/proc/1/status"),
+				checkExec("CapEff:\t0000000000000400", "grep", "CapEff", "/proc/1/status"),
+				checkExec(wantRootfs, "sh", "-c", "touch /new 2>/dev/null && echo writable || echo read-only"),
+			),
+		})
+	})
+}
+
+// A failed create leaves nothing on the engine and nothing in state.
+func TestAccInstance_createFails(t *testing.T) {
+	eachBackend(t, func(t *testing.T, e accEnv) {
+		cfg := acctest.BackendConfig(e.driver, e.name) + fmt.Sprintf(`
+resource "sandbox_instance" "test" {
+  backend = sandbox_backend.test.handle
+  image   = "tf-acc-missing-image:latest"
+  name    = %q
+  %s
+}
+`, e.name, sleepCmd)
+		runInstanceTest(t, e, resource.TestStep{
+			Config:      cfg,
+			ExpectError: regexp.MustCompile(`Unable to Create Sandbox Instance`),
+			Check:       resource.TestCheckNoResourceAttr(instanceAddr, "id"),
+		})
 	})
 }

@@ -78,3 +78,26 @@ func TestPlanRunState(t *testing.T) {
 		}
 	}
 }
+
+func TestInstanceHandleRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	cfg := driver.Config{Driver: driver.Docker, Name: "gpu", Docker: &driver.DockerConfig{Host: "unix:///var/run/docker.sock", Internal: true}}
+	backend, diags := HandleFromConfig(cfg)
+	if diags.HasError() {
+		t.Fatal(diags)
+	}
+	h, diags := instanceHandleValue(backend, "abc123", "worker-0", driver.TypeContainer)
+	if diags.HasError() {
+		t.Fatal(diags)
+	}
+	ref, diags := InstanceFromHandle(ctx, h)
+	if diags.HasError() {
+		t.Fatal(diags)
+	}
+	if ref.ID != "abc123" || ref.Name != "worker-0" || ref.Type != driver.TypeContainer || ref.Config.Key() != cfg.Key() {
+		t.Errorf("round trip: %+v", ref)
+	}
+	if _, diags := InstanceFromHandle(ctx, types.ObjectUnknown(instanceHandleAttrTypes())); !diags.HasError() {
+		t.Error("an unknown handle must be an error")
+	}
+}

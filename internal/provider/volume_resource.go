@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/names"
@@ -89,7 +90,7 @@ func (r *volumeResource) ModifyPlan(ctx context.Context, req resource.ModifyPlan
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	if cfg, ok := knownBackend(ctx, plan.Backend); ok {
+	if cfg, ok := knownBackend(ctx, plan.Backend, &resp.Diagnostics); ok {
 		caps := driver.Info{Capabilities: driver.StaticCapabilities(cfg.Driver, cfg)}
 		if caps.Capabilities != nil && !caps.Has(driver.CapVolumes) {
 			resp.Diagnostics.AddAttributeError(path.Root("backend"), "Volumes Not Supported",
@@ -141,6 +142,7 @@ func (r *volumeResource) Create(ctx context.Context, req resource.CreateRequest,
 		labels[driver.LabelSourceHash] = h
 	}
 	spec := driver.VolumeSpec{Name: plan.Name.ValueString(), SourceDir: plan.Source.ValueString(), Labels: labels}
+	tflog.Debug(ctx, "creating volume", map[string]any{"backend": cfg.Name, "driver": cfg.Driver, "volume": spec.Name, "source": spec.SourceDir})
 	if _, err := d.CreateVolume(ctx, spec); err != nil {
 		resp.Diagnostics.Append(driverError(summary("Create", "Sandbox Volume"), cfg, fmt.Sprintf("creating volume %q", spec.Name), err))
 		return
@@ -194,6 +196,7 @@ func (r *volumeResource) Delete(ctx context.Context, req resource.DeleteRequest,
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	tflog.Debug(ctx, "deleting volume", map[string]any{"backend": cfg.Name, "volume": state.Name.ValueString()})
 	if err := d.DeleteVolume(ctx, state.Name.ValueString()); err != nil && !driver.IsNotFound(err) {
 		resp.Diagnostics.Append(driverError(summary("Delete", "Sandbox Volume"), cfg, fmt.Sprintf("deleting volume %q (is a sandbox still using it?)", state.Name.ValueString()), err))
 	}

@@ -376,6 +376,37 @@ func TestAccHandshakeHonoursContext(t *testing.T) {
 	}
 }
 
+// Callers that queue while a dial is in flight share its outcome: a host
+// that never answers costs one connection attempt, and each caller still
+// gives up at its own deadline.
+func TestAccWaitersShareOneDial(t *testing.T) {
+	e := accEnv(t)
+	target, _ := ParseURL(e.url)
+	p := newProxy(t, target.Addr())
+	p.freeze()
+	cfg := pinnedVia(t, e, p)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range 10 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			defer cancel()
+			if _, err := Get(ctx, cfg); !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("err = %v, want a deadline error", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("10 waiters took %s", d)
+	}
+	if n := p.acceptedCount(); n != 1 {
+		t.Errorf("%d connection attempts, want 1 shared dial", n)
+	}
+}
+
 // The same sshd serves as its own bastion: the target is reached through a
 // direct-tcpip channel of the (pooled) jump connection.
 func TestAccJumpHost(t *testing.T) {

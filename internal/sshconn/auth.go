@@ -100,7 +100,7 @@ func (cr *credentials) addAgent() {
 
 func (cr *credentials) close() {
 	for _, f := range cr.closers {
-		f()
+		_ = f() // the agent socket: nothing to do about a failed close
 	}
 }
 

@@ -22,20 +22,27 @@ var (
 // dials a new session when the previous one died.
 type Conn struct {
 	cfg Config
-	// dialing is a one-slot semaphore held while a session is dialled, so
-	// concurrent callers dial once and waiters can give up with their ctx.
-	dialing chan struct{}
 
-	mu     sync.Mutex
-	secret string   // PrivateKeyPEM, refreshed by Get
-	cur    *session // nil before the first dial
-	fp     string   // fingerprint of the last verified host key
+	mu      sync.Mutex
+	secret  string    // PrivateKeyPEM, refreshed by Get
+	cur     *session  // nil before the first dial
+	pending *dialCall // the dial in flight, shared by every waiting caller
+	fp      string    // fingerprint of the last verified host key
+	closed  bool
+}
+
+// dialCall is one dial whose outcome every caller that asked meanwhile gets,
+// so a host that is down costs one timeout, not one per queued caller.
+type dialCall struct {
+	done chan struct{}
+	s    *session
+	err  error
 }
 
 // session is one SSH connection; a redial replaces it.
 type session struct {
 	client *ssh.Client
-	raw    net.Conn // the transport under client (tests cut it)
+	raw    net.Conn // what client runs over: TCP, or a channel of the jump host
 	fp     string
 
 	done    chan struct{} // closed when the session is dead
@@ -44,7 +51,9 @@ type session struct {
 }
 
 func newConn(cfg Config) *Conn {
-	return &Conn{cfg: cfg, dialing: make(chan struct{}, 1), secret: cfg.PrivateKeyPEM}
+	secret := cfg.PrivateKeyPEM
+	cfg.PrivateKeyPEM = "" // kept in one place: secret
+	return &Conn{cfg: cfg, secret: secret}
 }
 
 func (c *Conn) setSecret(pem string) {
@@ -88,43 +97,63 @@ func (c *Conn) DialContext(ctx context.Context, network, addr string) (net.Conn,
 		if err == nil {
 			return nc, nil
 		}
+		// "forward to", not "dial unix": the Docker client replaces errors
+		// whose text holds "dial unix" with a generic message.
 		if ctxErr := ctx.Err(); ctxErr != nil {
-			return nil, fmt.Errorf("sshconn: %s: dial %s %s: %w", c.cfg, network, addr, ctxErr)
+			return nil, fmt.Errorf("sshconn: %s: forward to %s %s: %w", c.cfg, network, addr, ctxErr)
 		}
 		var rejected *ssh.OpenChannelError
 		if errors.As(err, &rejected) {
 			// The server answered: the connection is fine, the target is not.
-			return nil, fmt.Errorf("sshconn: %s: dial %s %s: %w", c.cfg, network, addr, err)
+			return nil, fmt.Errorf("sshconn: %s: forward to %s %s: the server refused: %w", c.cfg, network, addr, err)
 		}
 		s.kill(err)
 		if attempt > 0 {
-			return nil, fmt.Errorf("sshconn: %s: dial %s %s after reconnecting: %w", c.cfg, network, addr, err)
+			return nil, fmt.Errorf("sshconn: %s: forward to %s %s after reconnecting: %w", c.cfg, network, addr, err)
 		}
 	}
 }
 
-// session returns the live session, dialling a new one if there is none.
+// session returns the live session, or waits (as long as ctx allows) for a
+// dial that replaces a dead or missing one. The dial itself is not bound to
+// the first caller's ctx, only to handshakeTimeout: others may be waiting for
+// it, and a session that arrives late is kept for the next call.
 func (c *Conn) session(ctx context.Context) (*session, error) {
-	if s := c.live(); s != nil {
-		return s, nil
-	}
-	select {
-	case c.dialing <- struct{}{}:
-	case <-ctx.Done():
-		return nil, fmt.Errorf("sshconn: %s: waiting for connection: %w", c.cfg, ctx.Err())
-	}
-	defer func() { <-c.dialing }()
-	if s := c.live(); s != nil { // another caller dialled meanwhile
-		return s, nil
-	}
-	s, err := dialSession(ctx, c.config())
-	if err != nil {
-		return nil, err
-	}
 	c.mu.Lock()
-	c.cur, c.fp = s, s.fp
+	if s := c.cur; s != nil && !s.dead() {
+		c.mu.Unlock()
+		return s, nil
+	}
+	call := c.pending
+	if call == nil {
+		call = &dialCall{done: make(chan struct{})}
+		c.pending = call
+		go c.dial(context.WithoutCancel(ctx), call)
+	}
 	c.mu.Unlock()
-	return s, nil
+	select {
+	case <-call.done:
+		return call.s, call.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("sshconn: %s: connecting: %w", c.cfg, ctx.Err())
+	}
+}
+
+// dial runs one dial and publishes its outcome.
+func (c *Conn) dial(ctx context.Context, call *dialCall) {
+	s, err := dialSession(ctx, c.config())
+	c.mu.Lock()
+	c.pending = nil
+	switch {
+	case err == nil && c.closed:
+		s.kill(errors.New("closed"))
+		s, err = nil, fmt.Errorf("sshconn: %s: connection closed", c.cfg)
+	case err == nil:
+		c.cur, c.fp = s, s.fp
+	}
+	c.mu.Unlock()
+	call.s, call.err = s, err
+	close(call.done)
 }
 
 // live returns the current session if it is not dead.
@@ -141,7 +170,7 @@ func (c *Conn) live() *session {
 func (c *Conn) close() {
 	c.mu.Lock()
 	s := c.cur
-	c.cur = nil
+	c.cur, c.closed = nil, true
 	c.mu.Unlock()
 	if s != nil {
 		s.kill(errors.New("closed"))

@@ -202,9 +202,10 @@ type proxy struct {
 	l      net.Listener
 	target string
 
-	mu     sync.Mutex
-	conns  []net.Conn
-	frozen chan struct{} // nil when forwarding
+	mu       sync.Mutex
+	conns    []net.Conn
+	frozen   chan struct{} // nil when forwarding
+	accepted int
 }
 
 func newProxy(t *testing.T, target string) *proxy {
@@ -221,6 +222,12 @@ func newProxy(t *testing.T, target string) *proxy {
 
 func (p *proxy) port() int { return p.l.Addr().(*net.TCPAddr).Port }
 
+func (p *proxy) acceptedCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.accepted
+}
+
 func (p *proxy) serve() {
 	for {
 		in, err := p.l.Accept()
@@ -234,6 +241,7 @@ func (p *proxy) serve() {
 		}
 		p.mu.Lock()
 		p.conns = append(p.conns, in, out)
+		p.accepted++
 		p.mu.Unlock()
 		go p.pipe(in, out)
 		go p.pipe(out, in)

@@ -1,2 +1,2 @@
-# <backend-import-id>/<volume-name>
+# <backend import ID>/<volume name>
 terraform import sandbox_volume.dataset 'docker:evals:unix:///var/run/docker.sock/dataset'

@@ -24,8 +24,15 @@ import (
 // needed: it is built from a one-file context, once per engine.
 const seedImage = "sandbox-seed:v1"
 
+// labelAgentDigest marks a volume filled with the agent of that SHA-256.
+const labelAgentDigest = "sandbox.agent-sha256"
+
 // agentState caches, per driver, how the agent reaches instances.
 type agentState struct {
+	binOnce sync.Once
+	bin     string // host path of a usable agent, or ""
+	binErr  error
+
 	mu       sync.Mutex // guards volume (held while uploading)
 	volume   string     // remote engines: the volume holding the agent
 	seedMu   sync.Mutex // guards seedDone (held while building)
@@ -55,7 +62,9 @@ func agentBinary(arch string) (string, error) {
 // (filled once through the seed image) on a remote one, where host paths
 // mean nothing.
 func (d *Driver) agentMount(ctx context.Context, arch string) (mount.Mount, error) {
-	bin, err := agentBinary(arch)
+	// Checked once per driver: the ELF check reads the file.
+	d.agent.binOnce.Do(func() { d.agent.bin, d.agent.binErr = agentBinary(arch) })
+	bin, err := d.agent.bin, d.agent.binErr
 	if err != nil {
 		return mount.Mount{}, err
 	}
@@ -87,11 +96,19 @@ func (d *Driver) ensureAgentVolume(ctx context.Context, bin string) (string, err
 	if err != nil {
 		return "", err
 	}
-	if _, err := cli.VolumeInspect(ctx, name); err == nil {
-		d.agent.volume = name
-		return name, nil
+	digest := hex.EncodeToString(sum[:])
+	if v, err := cli.VolumeInspect(ctx, name); err == nil {
+		if v.Labels[labelAgentDigest] == digest {
+			d.agent.volume = name
+			return name, nil
+		}
+		// Not ours: an empty volume the engine made when an instance
+		// mounted the name after ours was removed. Replace it.
+		if err := cli.VolumeRemove(ctx, name, false); err != nil {
+			return "", d.wrap(err, "replace agent volume %q", name)
+		}
 	}
-	labels := map[string]string{driver.LabelManagedBy: driver.ManagedByValue}
+	labels := map[string]string{driver.LabelManagedBy: driver.ManagedByValue, labelAgentDigest: digest}
 	if err := d.createVolume(ctx, name, labels); err != nil {
 		return "", err
 	}
@@ -105,6 +122,14 @@ func (d *Driver) ensureAgentVolume(ctx context.Context, bin string) (string, err
 	}
 	d.agent.volume = name
 	return name, nil
+}
+
+// forgetAgentVolume drops the cached volume name, so the next use checks
+// the engine again.
+func (d *Driver) forgetAgentVolume() {
+	d.agent.mu.Lock()
+	d.agent.volume = ""
+	d.agent.mu.Unlock()
 }
 
 // ensureSeedImage builds seedImage if the engine lacks it.
@@ -149,12 +174,38 @@ func (d *Driver) ensureSeedImage(ctx context.Context) error {
 // the engine mounts the volume for the copy, which works without a running
 // process, without a registry and without any tool in an image.
 func (d *Driver) seedVolume(ctx context.Context, volume string, content io.Reader) error {
-	if err := d.ensureSeedImage(ctx); err != nil {
+	id, err := d.createSeedContainer(ctx, volume)
+	if d.errIsNotFound(err) {
+		// The helper image was removed since we built it (e.g. a prune).
+		d.agent.seedMu.Lock()
+		d.agent.seedDone = false
+		d.agent.seedMu.Unlock()
+		id, err = d.createSeedContainer(ctx, volume)
+	}
+	if err != nil {
 		return err
 	}
 	cli, err := d.api()
 	if err != nil {
 		return err
+	}
+	defer func() {
+		_ = cli.ContainerRemove(context.WithoutCancel(ctx), id, container.RemoveOptions{Force: true})
+	}()
+	if err := cli.CopyToContainer(ctx, id, "/seed", content, container.CopyToContainerOptions{}); err != nil {
+		return d.wrap(err, "seed volume %q: copy files", volume)
+	}
+	return nil
+}
+
+// createSeedContainer creates the never-started helper with volume at /seed.
+func (d *Driver) createSeedContainer(ctx context.Context, volume string) (string, error) {
+	if err := d.ensureSeedImage(ctx); err != nil {
+		return "", err
+	}
+	cli, err := d.api()
+	if err != nil {
+		return "", err
 	}
 	created, err := cli.ContainerCreate(ctx,
 		&container.Config{
@@ -167,13 +218,7 @@ func (d *Driver) seedVolume(ctx context.Context, volume string, content io.Reade
 			Mounts:      []mount.Mount{{Type: mount.TypeVolume, Source: volume, Target: "/seed"}},
 		}, nil, nil, "")
 	if err != nil {
-		return d.wrap(err, "seed volume %q: create helper container", volume)
+		return "", d.wrap(err, "seed volume %q: create helper container", volume)
 	}
-	defer func() {
-		_ = cli.ContainerRemove(context.WithoutCancel(ctx), created.ID, container.RemoveOptions{Force: true})
-	}()
-	if err := cli.CopyToContainer(ctx, created.ID, "/seed", content, container.CopyToContainerOptions{}); err != nil {
-		return d.wrap(err, "seed volume %q: copy files", volume)
-	}
-	return nil
+	return created.ID, nil
 }

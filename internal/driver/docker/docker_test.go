@@ -108,6 +108,20 @@ func TestScopeConcurrentIdempotent(t *testing.T) {
 	}
 }
 
+func TestNetworkRemovedBehindBack(t *testing.T) {
+	d, backend := openNamed(t, driver.DockerConfig{})
+	if err := d.EnsureScope(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := rawClient(t).NetworkRemove(ctxT(t), "sandbox-"+backend); err != nil {
+		t.Fatal(err)
+	}
+	inst, err := d.CreateInstance(ctxT(t), driver.InstanceSpec{Name: "n", Image: fixture.image, Command: []string{"sleep", "60"}, Running: true})
+	if err != nil || inst.IPAddress == "" {
+		t.Fatalf("%+v %v", inst, err)
+	}
+}
+
 func TestInstanceLifecycle(t *testing.T) {
 	d := openBackend(t, driver.DockerConfig{})
 	ctx := ctxT(t)
@@ -189,6 +203,19 @@ func TestCreateStoppedAndImageDefaultCommand(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	if got, _ := d.InspectInstance(ctx, inst.ID); got.Status != driver.StatusRunning {
 		t.Fatalf("agent without command should keep running, got %s", got.Status)
+	}
+}
+
+func TestReadOnlyRootfsWithAgent(t *testing.T) {
+	d := openBackend(t, driver.DockerConfig{})
+	inst, err := d.CreateInstance(ctxT(t), driver.InstanceSpec{Name: "ro", Image: fixture.image, Running: true,
+		Command: []string{"sleep", "3600"}, Lifetime: time.Hour, User: "1000:1000",
+		Security: driver.Security{ReadOnlyRootfs: true, Init: true, NoNewPrivileges: true, CapDrop: []string{"ALL"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := mustExec(t, d, inst.ID, "sh", "-c", "touch /x 2>/dev/null || echo ro; id -u"); got != "ro\n1000\n" {
+		t.Fatalf("%q", got)
 	}
 }
 

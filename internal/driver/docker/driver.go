@@ -212,9 +212,13 @@ func (d *Driver) describe(sys system.Info, version, api string, podman bool) *en
 func (d *Driver) capabilities(ei *engineInfo) []string {
 	caps := []string{
 		driver.CapContainers, driver.CapBuild, driver.CapPull, driver.CapArchive,
-		driver.CapVolumes, driver.CapPorts, driver.CapNetworkNone, driver.CapNetworkIso,
+		driver.CapVolumes, driver.CapNetworkNone, driver.CapNetworkIso,
 		driver.CapNetworkBrdg, driver.CapCPULimit, driver.CapPidsLimit,
 		driver.CapExec, driver.CapFiles, driver.CapDynamicPort,
+	}
+	// Docker does not publish ports of containers on an internal network.
+	if !d.dc.Internal {
+		caps = append(caps, driver.CapPorts)
 	}
 	if ei.memoryLimit || ei.podman {
 		caps = append(caps, driver.CapMemoryLimit)

@@ -57,6 +57,12 @@ func runMain(m *testing.M) int {
 	}
 	// A failure is reported by every test through engine(t): the gate is
 	// set, so an engine that does not answer fails the tests.
+	// The driver builds its helper image on demand; remove it afterwards
+	// unless it was already there.
+	if !imageExists("sandbox-seed:v1") {
+		defer removeImage("sandbox-seed:v1")
+	}
+	defer removeUnusedAgentVolumes()
 	if fixture.err = buildBusybox(dir); fixture.err == nil {
 		defer removeImage(fixture.tag)
 	}
@@ -193,7 +199,39 @@ func removeImage(ref string) {
 		return
 	}
 	defer cli.Close()
-	_, _ = cli.ImageRemove(context.Background(), ref, image.RemoveOptions{Force: true, PruneChildren: true})
+	// Test cleanups run in reverse order, so containers of this image may
+	// still exist; an image in use would only be untagged and left dangling.
+	ctx := context.Background()
+	list, _ := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("ancestor", ref))})
+	for _, c := range list {
+		_ = cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true})
+	}
+	_, _ = cli.ImageRemove(ctx, ref, image.RemoveOptions{Force: true, PruneChildren: true})
+}
+
+// removeUnusedAgentVolumes removes the agent copies the SSH tests made on
+// this engine (the driver makes them again on demand); in use ones stay.
+func removeUnusedAgentVolumes() {
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return
+	}
+	defer cli.Close()
+	ctx := context.Background()
+	vols, _ := cli.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(filters.Arg("name", "sandbox-agent-"))})
+	for _, v := range vols.Volumes {
+		_ = cli.VolumeRemove(ctx, v.Name, false)
+	}
+}
+
+func imageExists(ref string) bool {
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return false
+	}
+	defer cli.Close()
+	_, err = cli.ImageInspect(context.Background(), ref)
+	return err == nil
 }
 
 // countContainers counts the backend's containers on the engine.

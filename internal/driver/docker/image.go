@@ -285,7 +285,9 @@ func (d *Driver) imageDefaultsFor(ctx context.Context, ref string) (imageDefault
 }
 
 // DeleteImage removes the name; the engine deletes the image itself when
-// that was its last name. Not found counts as done.
+// that was its last name. If the name has moved to another image since, only
+// our image is removed, and only if nothing else still uses it. Not found
+// counts as done.
 func (d *Driver) DeleteImage(ctx context.Context, name, id string) error {
 	cli, err := d.api()
 	if err != nil {
@@ -295,8 +297,17 @@ func (d *Driver) DeleteImage(ctx context.Context, name, id string) error {
 	if ref == "" {
 		ref = id
 	}
+	if name != "" && id != "" {
+		if ii, err := cli.ImageInspect(ctx, name); err == nil && ii.ID != id {
+			_, err = cli.ImageRemove(ctx, id, image.RemoveOptions{PruneChildren: true})
+			if err != nil && !d.errIsNotFound(err) && !isConflict(err) {
+				return d.wrap(err, "delete image %s", id)
+			}
+			return nil
+		}
+	}
 	_, err = cli.ImageRemove(ctx, ref, image.RemoveOptions{PruneChildren: true})
-	if err != nil && !errors.Is(d.wrap(err, ""), driver.ErrNotFound) {
+	if err != nil && !d.errIsNotFound(err) {
 		return d.wrap(err, "delete image %q", ref)
 	}
 	return nil

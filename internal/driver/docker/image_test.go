@@ -172,3 +172,31 @@ func writeRootfs(t *testing.T, path string) {
 		t.Fatal(err)
 	}
 }
+
+func TestDeleteImageAfterTagMoved(t *testing.T) {
+	d := openBackend(t, driver.DockerConfig{})
+	name := imageName(t, "moved")
+	build := func(v string) driver.Image {
+		dir := t.TempDir()
+		writeFiles(t, dir, map[string]string{"Dockerfile": "FROM " + fixture.tag + "\nRUN echo " + v + " > /v\n"})
+		img, err := d.EnsureImage(ctxT(t), driver.ImageSpec{Name: name, Build: &driver.BuildSource{ContextDir: dir}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return img
+	}
+	first := build("1")
+	second := build("2")
+	if first.ID == second.ID {
+		t.Fatal("builds gave the same image")
+	}
+	if err := d.DeleteImage(ctxT(t), name, first.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := d.InspectImage(ctxT(t), name); err != nil || got.ID != second.ID {
+		t.Fatalf("tag after deleting the old image: %+v %v", got, err)
+	}
+	if _, err := d.InspectImage(ctxT(t), first.ID); !driver.IsNotFound(err) {
+		t.Fatalf("old image: %v, want not found", err)
+	}
+}

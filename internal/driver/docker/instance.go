@@ -38,10 +38,16 @@ func (d *Driver) CreateInstance(ctx context.Context, spec driver.InstanceSpec) (
 		return driver.Instance{}, fmt.Errorf("docker backend %q: instance %q: type %q: %w", d.backend, spec.Name, spec.Type, driver.ErrUnsupported)
 	}
 	inst, err := d.createOnce(ctx, spec)
-	if err != nil && d.networkMissing(err, spec) {
+	switch {
+	case err == nil:
+	case d.networkMissing(err, spec):
 		// The network was removed behind our back (the scope is cached as
 		// ready): recreate it and try once more.
 		d.forgetScope()
+		inst, err = d.createOnce(ctx, spec)
+	case !d.ep.local && strings.Contains(err.Error(), agent.PathInInstance):
+		// The remote agent volume was removed since we filled it.
+		d.forgetAgentVolume()
 		inst, err = d.createOnce(ctx, spec)
 	}
 	return inst, err
@@ -73,6 +79,10 @@ func (d *Driver) createOnce(ctx context.Context, spec driver.InstanceSpec) (inst
 	}
 	created, err := cli.ContainerCreate(ctx, plan.cfg, plan.host, plan.net, nil, plan.name)
 	if err != nil {
+		if ctx.Err() != nil && !isConflict(err) {
+			// Cancelled mid-request: the engine may have created it anyway.
+			_ = cli.ContainerRemove(context.WithoutCancel(ctx), plan.name, container.RemoveOptions{Force: true, RemoveVolumes: true})
+		}
 		return driver.Instance{}, d.wrap(err, "create container %q", plan.name)
 	}
 	defer func() {

@@ -87,7 +87,7 @@ func (d *Driver) inspect(ctx context.Context, id string) (driver.Instance, error
 	}
 	o := observed{id: c.ID, name: strings.TrimPrefix(c.Name, "/"), image: c.Config.Image, labels: c.Config.Labels}
 	if c.State != nil {
-		o.state, o.exitCode = string(c.State.Status), c.State.ExitCode
+		o.state, o.exitCode = c.State.Status, c.State.ExitCode
 	}
 	o.created, _ = time.Parse(time.RFC3339Nano, c.Created)
 	if c.NetworkSettings != nil {
@@ -122,7 +122,7 @@ func (d *Driver) ListInstances(ctx context.Context) ([]driver.Instance, error) {
 	}
 	out := make([]driver.Instance, 0, len(list))
 	for _, c := range list {
-		o := observed{id: c.ID, image: c.Image, labels: c.Labels, state: string(c.State),
+		o := observed{id: c.ID, image: c.Image, labels: c.Labels, state: c.State,
 			exitCode: exitCodeFromStatus(c.Status), created: time.Unix(c.Created, 0)}
 		if len(c.Names) > 0 {
 			o.name = strings.TrimPrefix(c.Names[0], "/")

@@ -34,7 +34,9 @@ type Harness struct {
 	// scope, the scope itself, and closes the driver.
 	Open func(t *testing.T) driver.Driver
 	// Image is a reference on that backend whose rootfs has busybox with at
-	// least sh, sleep, cat, nc, httpd, id, stat, pwd and env.
+	// least sh, sleep, cat, nc, httpd, wget, id, stat, pwd and env, and the
+	// busybox binary itself on PATH. The agent must be at
+	// agent.PathInInstance in its instances (the Initializer subtest).
 	Image string
 	// Skip maps subtest names (the Test* constants) to why this backend
 	// cannot do them; those subtests are skipped with that reason.
@@ -49,6 +51,7 @@ const (
 	TestExecEnv           = "ExecEnv"
 	TestFiles             = "Files"
 	TestCreateStopped     = "CreateStopped"
+	TestExited            = "Exited"
 	TestVolumes           = "Volumes"
 	TestPorts             = "Ports"
 	TestLifetime          = "Lifetime"
@@ -56,6 +59,7 @@ const (
 	TestCreateFailure     = "CreateFailure"
 	TestDetachedExec      = "DetachedExec"
 	TestConcurrentCreates = "ConcurrentCreates"
+	TestInitializer       = "Initializer"
 )
 
 // OpTimeout bounds each engine call of the suite.
@@ -73,6 +77,7 @@ var subtests = []subtest{
 	{TestExecEnv, testExecEnv},
 	{TestFiles, testFiles},
 	{TestCreateStopped, testCreateStopped},
+	{TestExited, testExited},
 	{TestVolumes, testVolumes},
 	{TestPorts, testPorts},
 	{TestLifetime, testLifetime},
@@ -80,6 +85,7 @@ var subtests = []subtest{
 	{TestCreateFailure, testCreateFailure},
 	{TestDetachedExec, testDetachedExec},
 	{TestConcurrentCreates, testConcurrentCreates},
+	{TestInitializer, testInitializer},
 }
 
 // suite carries the harness into subtests.
@@ -104,7 +110,7 @@ func Run(t *testing.T, h Harness) {
 	}
 }
 
-// checkSkipKeys fails on a misspelt Skip key, which would silently run a
+// checkSkipKeys fails on a misspelled Skip key, which would silently run a
 // subtest the backend meant to skip (or hide that it skips nothing).
 func checkSkipKeys(t *testing.T, skip map[string]string) {
 	t.Helper()

@@ -1,6 +1,7 @@
 package drivertest
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -235,11 +236,20 @@ func checkCgroup(t *testing.T, sc *scope, id string, mem, pids int64) {
 func testDetachedExec(t *testing.T, s *suite) {
 	sc := s.open(t)
 	in := sc.create(t, sc.spec("detach"))
+	// A unique directory: without isolation /tmp is the host's, shared by runs.
+	dir := "/tmp/" + uniqueName("drivertest")
+	logPath, ticks := dir+"/service.log", dir+"/ticks"
+	sc.sh(t, in.ID, "mkdir -p "+dir)
+	t.Cleanup(func() {
+		c, cancel := context.WithTimeout(context.Background(), OpTimeout)
+		defer cancel()
+		_, _ = sc.d.Exec(c, in.ID, driver.ExecSpec{Command: []string{"rm", "-rf", dir}})
+	})
 	start := time.Now()
 	res := sc.exec(t, in.ID, driver.ExecSpec{
-		Command: []string{"sh", "-c", "echo started; while :; do echo tick >> /tmp/ticks; sleep 0.2; done"},
+		Command: []string{"sh", "-c", "echo started; while :; do echo tick >> " + ticks + "; sleep 0.2; done"},
 		Detach:  true,
-		LogPath: "/tmp/drivertest-service.log",
+		LogPath: logPath,
 	})
 	if res.ExitCode != 0 {
 		t.Fatalf("detached exec: exit %d stderr %q", res.ExitCode, res.Stderr)
@@ -248,14 +258,14 @@ func testDetachedExec(t *testing.T, s *suite) {
 		t.Errorf("detached exec took %s; it should return at once", took)
 	}
 	eventually(t, 15*time.Second, "service log", func() error {
-		res := sc.exec(t, in.ID, driver.ExecSpec{Command: []string{"cat", "/tmp/drivertest-service.log"}})
+		res := sc.exec(t, in.ID, driver.ExecSpec{Command: []string{"cat", logPath}})
 		if !strings.Contains(string(res.Stdout), "started") {
 			return fmt.Errorf("log %q (exit %d) lacks %q", res.Stdout, res.ExitCode, "started")
 		}
 		return nil
 	})
 	count := func() int {
-		n, _ := strconv.Atoi(strings.TrimSpace(sc.sh(t, in.ID, "wc -l < /tmp/ticks")))
+		n, _ := strconv.Atoi(strings.TrimSpace(sc.sh(t, in.ID, "wc -l < "+ticks)))
 		return n
 	}
 	first := count()

@@ -198,6 +198,23 @@ func testCreateStopped(t *testing.T, s *suite) {
 	sc.expectOutput(t, in.ID, "cat /etc/drivertest/kept.txt", "kept\n")
 }
 
+// testExited: an instance whose command ends is stopped, not expired and not
+// gone, and starts again.
+func testExited(t *testing.T, s *suite) {
+	sc := s.open(t)
+	spec := sc.spec("exited")
+	spec.Command = []string{"sh", "-c", "sleep 1; exit 3"}
+	in := sc.create(t, spec)
+	sc.waitStatus(t, in.ID, 30*time.Second, driver.StatusStopped)
+	if _, ok := sc.listIDs(t)[in.ID]; !ok {
+		t.Errorf("exited instance %s is not listed", in.ID)
+	}
+	if err := sc.d.StartInstance(ctx(t), in.ID); err != nil {
+		t.Fatalf("StartInstance after exit: %v", err)
+	}
+	sc.waitStatus(t, in.ID, 30*time.Second, driver.StatusRunning)
+}
+
 func testCreateFailure(t *testing.T, s *suite) {
 	sc := s.open(t)
 	before := sc.listIDs(t)

@@ -187,8 +187,8 @@ type imageCache struct {
 }
 
 type imageEntry struct {
-	fp, project string
-	at          time.Time
+	fp string
+	at time.Time
 }
 
 const imageCacheTTL = 30 * time.Second
@@ -219,27 +219,55 @@ func (ic *imageCache) forget(ref string) {
 	delete(ic.entries, ref)
 }
 
-// resolveImage finds ref (alias or fingerprint) in the backend's project,
-// then in the default project, where shared images usually live.
-func (d *Driver) resolveImage(ctx context.Context, c incus.InstanceServer, ref string) (fp, project string, err error) {
+// resolveImage returns the fingerprint of ref (alias or fingerprint) in the
+// backend's project. An image found only in the default project, where
+// shared images usually live, is first copied into the project (a database
+// entry: the server already has the files), because Incus creates
+// instances only from images of their own project. Resolution is
+// serialised so concurrent creates copy once.
+func (d *Driver) resolveImage(ctx context.Context, c incus.InstanceServer, ref string) (string, error) {
 	if e, ok := d.images.get(ref); ok {
-		return e.fp, e.project, nil
+		return e.fp, nil
 	}
-	projects := []string{d.cfg.Project}
-	if d.cfg.Project != "default" {
-		projects = append(projects, "default")
+	d.imageMu.Lock()
+	defer d.imageMu.Unlock()
+	if e, ok := d.images.get(ref); ok {
+		return e.fp, nil
 	}
-	for _, p := range projects {
-		fp, err := lookupImage(c.UseProject(p), ref)
-		if err != nil {
-			return "", "", err
-		}
-		if fp != "" {
-			d.images.put(ref, imageEntry{fp: fp, project: p})
-			return fp, p, nil
+	fp, err := lookupImage(c, ref)
+	if err == nil && fp == "" && d.cfg.Project != "default" {
+		if fp, err = lookupImage(c.UseProject("default"), ref); err == nil && fp != "" {
+			err = copyFromDefault(ctx, c, fp)
 		}
 	}
-	return "", "", fmt.Errorf("image %q: no alias or fingerprint in projects %v: %w", ref, projects, driver.ErrNotFound)
+	if err != nil {
+		return "", err
+	}
+	if fp == "" {
+		return "", fmt.Errorf("image %q: no alias or fingerprint in project %q or %q: %w", ref, d.cfg.Project, "default", driver.ErrNotFound)
+	}
+	d.images.put(ref, imageEntry{fp: fp})
+	return fp, nil
+}
+
+// copyFromDefault adds image fp of the default project to c's project,
+// marked so DeleteScope removes it again.
+func copyFromDefault(ctx context.Context, c incus.InstanceServer, fp string) error {
+	req := api.ImagesPost{
+		ImagePut: api.ImagePut{Properties: map[string]string{keyCopied: "1"}},
+		Source: &api.ImagesPostSource{
+			ImageSource: api.ImageSource{Protocol: protoIncus},
+			Type:        "image", Mode: "pull", Fingerprint: fp, Project: "default",
+		},
+	}
+	op, err := c.CreateImage(req, nil)
+	if err == nil {
+		err = op.WaitContext(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("copy image %s from the default project: %w", fp, err)
+	}
+	return nil
 }
 
 // lookupImage returns the fingerprint of ref in c's project, or "".
@@ -276,4 +304,10 @@ func fileSHA256(paths ...string) (string, error) {
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func (ic *imageCache) clear() {
+	ic.mu.Lock()
+	defer ic.mu.Unlock()
+	ic.entries = nil
 }

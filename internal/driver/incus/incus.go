@@ -35,7 +35,8 @@ type Driver struct {
 
 	mu     sync.Mutex
 	server incus.InstanceServer // scoped to the backend's project; nil until connected
-	images imageCache           // image reference -> fingerprint, briefly
+	images  imageCache          // image reference -> fingerprint, briefly
+	imageMu sync.Mutex          // serialises image resolution (and copies)
 
 	loopback *portalloc.Allocator // loopback_ip strategy, per-process reservations
 	portMu   sync.Mutex   // guards ports

@@ -2,6 +2,8 @@ package incus
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -21,7 +23,9 @@ func (d *Driver) CreateInstance(ctx context.Context, spec driver.InstanceSpec) (
 	if err != nil {
 		return driver.Instance{}, err
 	}
-	plan, release, err := d.planInstance(ctx, c, spec)
+	userName := spec.Name
+	spec.Name = engineName(d.backend, userName)
+	plan, release, err := d.planInstance(ctx, c, spec, userName)
 	defer release()
 	if err != nil {
 		return driver.Instance{}, d.errf(err, "instance %q", spec.Name)
@@ -45,24 +49,36 @@ func (d *Driver) CreateInstance(ctx context.Context, spec driver.InstanceSpec) (
 		d.cleanupInstance(c, spec.Name)
 		return driver.Instance{}, err
 	}
-	return d.InspectInstance(ctx, d.instanceID(spec.Name))
+	return d.InspectInstance(ctx, spec.Name)
 }
 
-// Instance IDs are "PROJECT/NAME": names are unique only within a project,
-// and two backends may use the same name. A bare NAME is accepted too.
-func (d *Driver) instanceID(name string) string { return d.cfg.Project + "/" + name }
+// maxNameLen is Incus' limit on instance names (they are host names).
+const maxNameLen = 63
 
-// nameOf returns the instance name of id, or ErrNotFound for an ID of
-// another project.
+// engineName is the Incus instance name, which is also the instance ID:
+// BACKEND-NAME. Incus registers instance names in the DNS of the managed
+// network they join, so two backends sharing a network (the default
+// incusbr0) could not both have an instance "worker-0" under bare names.
+// Too long a result is cut and made unique with a hash.
+func engineName(backend, name string) string {
+	s := backend + "-" + name
+	if len(s) <= maxNameLen {
+		return s
+	}
+	sum := sha256.Sum256([]byte(s))
+	return strings.TrimRight(s[:maxNameLen-9], "-") + "-" + hex.EncodeToString(sum[:4])
+}
+
+// nameOf maps an ID to the engine name; a bare instance name (as in an
+// import ID) is accepted too.
 func (d *Driver) nameOf(id string) (string, error) {
-	project, name, ok := strings.Cut(id, "/")
-	if !ok {
+	if id == "" {
+		return "", fmt.Errorf("incus backend %q: empty instance ID: %w", d.backend, driver.ErrNotFound)
+	}
+	if strings.HasPrefix(id, d.backend+"-") {
 		return id, nil
 	}
-	if project != d.cfg.Project {
-		return "", fmt.Errorf("incus backend %q: instance %q belongs to project %q, not %q: %w", d.backend, id, project, d.cfg.Project, driver.ErrNotFound)
-	}
-	return name, nil
+	return engineName(d.backend, id), nil
 }
 
 // finishCreate copies the agent and files in, starts the instance and, on
@@ -107,14 +123,14 @@ func (d *Driver) uploadsAgent(spec driver.InstanceSpec) bool {
 
 // planInstance resolves the image, the networks, the agent and the ports.
 // release frees port reservations once the instance records them.
-func (d *Driver) planInstance(ctx context.Context, c incus.InstanceServer, spec driver.InstanceSpec) (instancePlan, func(), error) {
+func (d *Driver) planInstance(ctx context.Context, c incus.InstanceServer, spec driver.InstanceSpec, userName string) (instancePlan, func(), error) {
 	release := func() {}
-	fp, imgProject, err := d.resolveImage(ctx, c, spec.Image)
+	fp, err := d.resolveImage(ctx, c, spec.Image)
 	if err != nil {
 		return instancePlan{}, release, err
 	}
 	plan := instancePlan{
-		Spec: spec, ImageFP: fp, ImageProject: imgProject,
+		Spec: spec, ImageFP: fp,
 		Pool: d.cfg.StoragePool, Network: d.cfg.Network,
 	}
 	if spec.Network == driver.NetworkBridge {
@@ -133,7 +149,7 @@ func (d *Driver) planInstance(ctx context.Context, c incus.InstanceServer, spec 
 		}
 	}
 	labels := d.objectLabels(spec.Labels)
-	labels[driver.LabelName] = spec.Name
+	labels[driver.LabelName] = userName
 	if !plan.Deadline.IsZero() {
 		labels[driver.LabelExpiresAt] = plan.Deadline.Format(time.RFC3339)
 	}
@@ -189,7 +205,7 @@ func (d *Driver) InspectInstance(ctx context.Context, id string) (driver.Instanc
 	if err != nil {
 		return driver.Instance{}, err
 	}
-	inst, _, err := c.GetInstanceFull(id)
+	inst, err := getInstanceFull(c, id)
 	if err != nil {
 		return driver.Instance{}, d.errf(err, "instance %q", id)
 	}
@@ -202,14 +218,17 @@ func (d *Driver) InspectInstance(ctx context.Context, id string) (driver.Instanc
 // notOurs makes an instance without our labels look absent.
 var notOurs = fmt.Errorf("exists but was not created by this backend: %w", driver.ErrNotFound)
 
-// ListInstances is one call: the project's instances with their state,
-// filtered on our labels by the server.
+// ListInstances is one call: the project's instances with their state.
+// Our labels are checked here rather than by a server-side filter, because
+// the server reports an instance whose state it cannot read at that moment
+// (starting, stopping) as a bare error entry without config, which a filter
+// would drop; such entries are read again one by one.
 func (d *Driver) ListInstances(ctx context.Context) ([]driver.Instance, error) {
 	c, err := d.client(ctx)
 	if err != nil {
 		return nil, err
 	}
-	list, err := c.GetInstancesFullWithFilter(api.InstanceTypeAny, d.scopeFilter())
+	list, err := c.GetInstancesFull(api.InstanceTypeAny)
 	if err != nil {
 		if api.StatusErrorCheck(err, 404) {
 			return nil, nil // the project is gone: nothing of ours is left
@@ -218,18 +237,39 @@ func (d *Driver) ListInstances(ctx context.Context) ([]driver.Instance, error) {
 	}
 	out := make([]driver.Instance, 0, len(list))
 	for i := range list {
-		if d.ours(list[i].Config) {
-			out = append(out, d.observe(&list[i]))
+		inst := &list[i]
+		if inst.StatusCode == api.Error && len(inst.Config) == 0 {
+			if inst, err = getInstanceFull(c, inst.Name); err != nil {
+				continue // deleted meanwhile
+			}
+		}
+		if d.ours(inst.Config) {
+			out = append(out, d.observe(inst))
 		}
 	}
 	return out, nil
+}
+
+// getInstanceFull reads an instance with its state. Reading the state of an
+// instance that is just starting or stopping can fail ("Invalid PID"); the
+// instance is then returned without state rather than as an error.
+func getInstanceFull(c incus.InstanceServer, name string) (*api.InstanceFull, error) {
+	full, _, err := c.GetInstanceFull(name)
+	if err == nil || api.StatusErrorCheck(err, 404) {
+		return full, err
+	}
+	inst, _, err2 := c.GetInstance(name)
+	if err2 != nil {
+		return nil, err
+	}
+	return &api.InstanceFull{Instance: *inst}, nil
 }
 
 // observe converts an Incus instance to ours.
 func (d *Driver) observe(inst *api.InstanceFull) driver.Instance {
 	labels := labelsFromConfig(inst.Config)
 	out := driver.Instance{
-		ID:         d.instanceID(inst.Name),
+		ID:         inst.Name,
 		Name:       inst.Name,
 		Type:       driver.TypeContainer,
 		Image:      inst.Config["volatile.base_image"],
@@ -237,6 +277,9 @@ func (d *Driver) observe(inst *api.InstanceFull) driver.Instance {
 		LoopbackIP: labels[driver.LabelLoopbackIP],
 		CreatedAt:  inst.CreatedAt,
 		Endpoints:  map[string]string{},
+	}
+	if n := labels[driver.LabelName]; n != "" {
+		out.Name = n
 	}
 	if inst.Type == string(api.InstanceTypeVM) {
 		out.Type = driver.TypeVM
@@ -409,7 +452,8 @@ func (d *Driver) UpdateInstance(ctx context.Context, id string, limits driver.Li
 	return d.errf(err, "update limits of instance %q", id)
 }
 
-// DeleteInstance force-stops and deletes the instance.
+// DeleteInstance force-stops and deletes the instance; a missing one is no
+// error.
 func (d *Driver) DeleteInstance(ctx context.Context, id string) error {
 	id, err := d.nameOf(id)
 	if err != nil {
@@ -419,7 +463,10 @@ func (d *Driver) DeleteInstance(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	return d.forceDelete(ctx, c, id)
+	if err := d.forceDelete(ctx, c, id); err != nil && !driver.IsNotFound(err) {
+		return err
+	}
+	return nil // deleting what is gone is done
 }
 
 func (d *Driver) forceDelete(ctx context.Context, c incus.InstanceServer, name string) error {

@@ -21,6 +21,7 @@ const (
 	keyUser     = keyInternal + "user"    // default exec user ("uid[:gid]")
 	keyWorkdir  = keyInternal + "workdir" // default exec directory
 	keyCommand  = keyInternal + "command" // "1": the agent is PID 1
+	keyCopied   = keyInternal + "copied"  // image property: copied in by resolveImage
 )
 
 func isSafeKeyByte(c byte) bool {
@@ -85,15 +86,6 @@ func labelsFromConfig(config map[string]string) map[string]string {
 // objectLabels are the labels every object of this backend carries.
 func (d *Driver) objectLabels(user map[string]string) map[string]string {
 	return driver.ObjectLabels(d.backend, d.labels, user)
-}
-
-// scopeFilter is the API filter that selects this backend's objects.
-func (d *Driver) scopeFilter() []string {
-	var out []string
-	for k, v := range driver.ScopeLabels(d.backend) {
-		out = append(out, fmt.Sprintf("config.%s=%s", labelKey(k), v))
-	}
-	return out
 }
 
 // ours reports whether config carries this backend's scope labels.

@@ -27,6 +27,9 @@ const (
 	devVolPrefix  = "sandbox-vol-"
 )
 
+// defaultPath is the command's PATH unless env sets one (as Docker does).
+const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
 // stopGrace is the TERM-to-KILL grace of the agent init at the deadline.
 const stopGrace = 10 * time.Second
 
@@ -35,8 +38,7 @@ const stopGrace = 10 * time.Second
 type instancePlan struct {
 	Spec          driver.InstanceSpec
 	Labels        map[string]string // all labels, provider's included
-	ImageFP       string            // image fingerprint
-	ImageProject  string            // project holding the image
+	ImageFP       string            // image fingerprint, in the instance's project
 	Pool          string
 	Network       string // the backend's network (isolated)
 	BridgeNetwork string // the engine's default network (bridge)
@@ -110,7 +112,6 @@ func buildInstance(p instancePlan) (api.InstancesPost, error) {
 		Source: api.InstanceSource{
 			Type:        "image",
 			Fingerprint: p.ImageFP,
-			Project:     p.ImageProject,
 		},
 		InstancePut: api.InstancePut{
 			Config:   config,
@@ -216,6 +217,13 @@ func rawLXC(s driver.InstanceSpec, deadline time.Time) (string, error) {
 	lines := []string{
 		"lxc.init.cmd = " + strings.Join(argv, " "),
 		"lxc.signal.halt = SIGTERM",
+	}
+	// Like Docker, show the instance its own cgroups (read-only above its
+	// own): Incus mounts them only for inits that lack CAP_SYS_ADMIN.
+	lines = append(lines, "lxc.mount.auto = cgroup:mixed:force")
+	// LXC gives init no PATH (a system init sets its own); the command needs one.
+	if _, ok := s.Env["PATH"]; !ok {
+		lines = append(lines, "lxc.environment = PATH="+defaultPath)
 	}
 	if s.Workdir != "" {
 		if strings.ContainsAny(s.Workdir, " \t\n") {

@@ -94,6 +94,9 @@ func (d *Driver) DeleteScope(ctx context.Context) error {
 	if !d.ours(p.Config) {
 		return nil // not created by this backend: leave it
 	}
+	if err := d.deleteCopiedImages(ctx); err != nil {
+		return err
+	}
 	return d.errf(g.DeleteProject(d.cfg.Project), "delete project %q (it must be empty)", d.cfg.Project)
 }
 
@@ -159,4 +162,31 @@ func (d *Driver) serverArch(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("the server reports no architecture")
 	}
 	return srv.Environment.Architectures[0], nil
+}
+
+// deleteCopiedImages removes the images resolveImage copied into the
+// project (those without an alias of their own).
+func (d *Driver) deleteCopiedImages(ctx context.Context) error {
+	c, err := d.client(ctx)
+	if err != nil {
+		return err
+	}
+	imgs, err := c.GetImages()
+	if err != nil {
+		return d.errf(err, "list images of project %q", d.cfg.Project)
+	}
+	for _, img := range imgs {
+		if img.Properties[keyCopied] != "1" || len(img.Aliases) > 0 {
+			continue
+		}
+		op, err := c.DeleteImage(img.Fingerprint)
+		if err == nil {
+			err = op.WaitContext(ctx)
+		}
+		if err != nil && !api.StatusErrorCheck(err, 404) {
+			return d.errf(err, "delete image %s", img.Fingerprint)
+		}
+	}
+	d.images.clear()
+	return nil
 }

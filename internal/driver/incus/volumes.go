@@ -169,11 +169,16 @@ func (d *Driver) InspectVolume(ctx context.Context, name string) (driver.Volume,
 	return driver.Volume{Name: v.Name, Labels: labelsFromConfig(v.Config)}, nil
 }
 
-// DeleteVolume deletes the volume (Incus refuses while an instance uses it).
+// DeleteVolume deletes the volume (Incus refuses while an instance uses
+// it); a missing one is no error.
 func (d *Driver) DeleteVolume(ctx context.Context, name string) error {
 	c, err := d.client(ctx)
 	if err != nil {
 		return err
 	}
-	return d.errf(c.DeleteStoragePoolVolume(d.cfg.StoragePool, volumeType, name), "delete volume %q", name)
+	err = c.DeleteStoragePoolVolume(d.cfg.StoragePool, volumeType, name)
+	if err != nil && api.StatusErrorCheck(err, 404) {
+		return nil // already gone
+	}
+	return d.errf(err, "delete volume %q", name)
 }

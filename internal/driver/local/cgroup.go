@@ -239,16 +239,19 @@ func setLimits(dirs []string, l driver.Limits) error {
 	return nil
 }
 
-// cgroupPids lists the processes in the instance's cgroups.
+// cgroupPids lists the processes in the instance's cgroups (each once: on
+// v1 every hierarchy lists the same processes).
 func cgroupPids(dirs []string) []int {
 	var pids []int
+	seen := map[int]bool{}
 	for _, dir := range dirs {
 		b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
 		if err != nil {
 			continue
 		}
 		for _, f := range strings.Fields(string(b)) {
-			if pid, err := strconv.Atoi(f); err == nil {
+			if pid, err := strconv.Atoi(f); err == nil && !seen[pid] {
+				seen[pid] = true
 				pids = append(pids, pid)
 			}
 		}

@@ -1,6 +1,7 @@
 package local
 
 import (
+	"os"
 	"testing"
 
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
@@ -12,5 +13,28 @@ func TestConformanceBwrap(t *testing.T) {
 	drivertest.Run(t, drivertest.Harness{
 		Open:  func(t *testing.T) driver.Driver { return openTest(t, driver.IsolationBwrap) },
 		Image: testImage,
+	})
+}
+
+func TestConformanceNone(t *testing.T) {
+	precheck(t, driver.IsolationNone)
+	// Without isolation the suite's detached service writes the host's /tmp.
+	t.Cleanup(func() {
+		for _, p := range []string{"/tmp/ticks", "/tmp/drivertest-service.log", "/tmp/drivertest-service.log.pid"} {
+			_ = os.Remove(p)
+		}
+	})
+	drivertest.Run(t, drivertest.Harness{
+		Open:  func(t *testing.T) driver.Driver { return openTest(t, driver.IsolationNone) },
+		Image: HostImage,
+		Skip: map[string]string{
+			drivertest.TestExecEnv:       "without a mount namespace the workdir is the workspace's host path, not /workspace",
+			drivertest.TestFiles:         "without isolation files can only be written under the workdir; the test writes /opt and /etc",
+			drivertest.TestCreateStopped: "without isolation files can only be written under the workdir; the test writes /etc",
+			drivertest.TestVolumes:       "without isolation volumes appear only under the workdir; the test mounts /data",
+			drivertest.TestPorts:         "without isolation commands use the host's programs; the test runs busybox httpd and nc by applet name",
+			drivertest.TestLimits:        "without a mount namespace /sys/fs/cgroup inside is the host's; limits are checked in TestNoneIsolation",
+			drivertest.TestInitializer:   "without isolation the agent is not at /.sandbox/sandbox-agent and files can only be written under the workdir",
+		},
 	})
 }

@@ -69,13 +69,15 @@ func (d *Driver) serviceArgv(st *instanceState, spec driver.ExecSpec) ([]string,
 	wd := spec.Workdir
 	argv := agent.ServiceCommand(log, log+".pid", wd, spec.Command)
 	if d.isolation == driver.IsolationNone {
+		// Paths under the workdir are the workspace; others are the host's
+		// own, written by the service itself like any command would.
 		hostLog, err := d.hostPath(st, log)
 		if err != nil {
-			return nil, fmt.Errorf("log %s: %w", log, err)
+			hostLog = log
 		}
 		if wd != "" {
-			if wd, err = d.hostPath(st, wd); err != nil {
-				return nil, err
+			if hwd, err := d.hostPath(st, wd); err == nil {
+				wd = hwd
 			}
 		}
 		agentPath, err := d.agentBinary()
@@ -112,8 +114,9 @@ func (d *Driver) execCmd(ctx context.Context, st *instanceState, spec driver.Exe
 	dir := "/" // nsenter re-opens its working directory after entering the mount namespace
 
 	if d.isolation == driver.IsolationNone {
+		// The workdir is the workspace; any other directory is the host's own.
 		if dir, err = d.hostPath(st, wd); err != nil {
-			return nil, fmt.Errorf("workdir %s: %w", wd, err)
+			dir = wd
 		}
 		if uid != 0 || gid != 0 {
 			sys.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
@@ -121,10 +124,7 @@ func (d *Driver) execCmd(ctx context.Context, st *instanceState, spec driver.Exe
 		full = argv
 	} else {
 		full = []string{d.nsenter, "--target", strconv.Itoa(st.Pid), "--mount", "--uts", "--ipc", "--net", "--pid", "--root", "--wdns=" + wd}
-		if st.UserNS {
-			full = append(full, "--user")
-		}
-		if st.UserNS || uid != 0 || gid != 0 {
+		if uid != 0 || gid != 0 {
 			full = append(full, "--setuid", strconv.Itoa(uid), "--setgid", strconv.Itoa(gid))
 		}
 		full = append(append(full, "--"), argv...)
@@ -144,8 +144,7 @@ func (d *Driver) execCmd(ctx context.Context, st *instanceState, spec driver.Exe
 	return cmd, nil
 }
 
-// execUser resolves an exec's user. In a user namespace only the instance's
-// own user is mapped, so that is the only one an exec can be.
+// execUser resolves an exec's user; the default is the instance's.
 func (d *Driver) execUser(st *instanceState, spec string) (int, int, error) {
 	if spec == "" {
 		return st.UID, st.GID, nil
@@ -154,14 +153,7 @@ func (d *Driver) execUser(st *instanceState, spec string) (int, int, error) {
 	if st.Lower != "" {
 		etc = filepath.Join(st.Lower, "etc")
 	}
-	uid, gid, err := resolveUser(spec, etc)
-	if err != nil {
-		return 0, 0, err
-	}
-	if st.UserNS && (uid != st.UID || gid != st.GID) {
-		return 0, 0, fmt.Errorf("user %q: this sandbox runs as %d:%d in its own user namespace, where no other user exists: %w", spec, st.UID, st.GID, driver.ErrUnsupported)
-	}
-	return uid, gid, nil
+	return resolveUser(spec, etc)
 }
 
 func cutEnv(kv string) (string, string, bool) {
@@ -225,7 +217,8 @@ func (d *Driver) stageFiles(st *instanceState, files []driver.File) error {
 		case d.isolation == driver.IsolationNone:
 			err = d.writeNone(st, f.Path, content, mode)
 		case st.Pid != 0 && st.alive():
-			err = writeFileInRoot(procRoot(st.Pid), f.Path, bytes.NewReader(content), mode, -1, -1)
+			uid, gid := st.fileOwner()
+			err = writeFileInRoot(procRoot(st.Pid), f.Path, bytes.NewReader(content), mode, uid, gid)
 		default:
 			err = d.addPending(st, f.Path, content, mode)
 		}
@@ -266,9 +259,15 @@ func (d *Driver) writeNone(st *instanceState, p string, content []byte, mode os.
 			root, rel = d.volumeData(m.Volume), r
 		}
 	}
-	uid, gid := -1, -1
-	if st.UID != 0 || st.GID != 0 {
-		uid, gid = st.UID, st.GID
-	}
+	uid, gid := st.fileOwner()
 	return writeFileInRoot(root, rel, bytes.NewReader(content), mode, uid, gid)
+}
+
+// fileOwner is who owns the files written for the instance: its user, so
+// the command can change them (-1: leave them root's).
+func (st *instanceState) fileOwner() (int, int) {
+	if st.UID == 0 && st.GID == 0 {
+		return -1, -1
+	}
+	return st.UID, st.GID
 }

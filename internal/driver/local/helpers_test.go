@@ -24,8 +24,17 @@ var (
 	agentOnce sync.Once
 	agentErr  error
 	fixtureMu sync.Mutex
-	fixture   string // busybox rootfs tarball shared by the tests
+	fixture   string   // busybox rootfs tarball shared by the tests
+	tempDirs  []string // removed when the tests end
 )
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	for _, dir := range tempDirs {
+		os.RemoveAll(dir)
+	}
+	os.Exit(code)
+}
 
 // precheck skips without the gate and fails when the gate is set but the
 // host cannot run the backend; it builds the agent once.
@@ -54,11 +63,12 @@ func buildAgent() {
 	if os.Getenv(agent.EnvBinary) != "" {
 		return
 	}
-	dir, err := os.MkdirTemp("", "sandbox-agent-")
+	dir, err := os.MkdirTemp("", "local-test-agent-")
 	if err != nil {
 		agentErr = err
 		return
 	}
+	tempDirs = append(tempDirs, dir)
 	out := filepath.Join(dir, agent.BinaryName)
 	cmd := exec.Command("go", "build", "-o", out, "./cmd/sandbox-agent")
 	cmd.Dir = "../../.."
@@ -72,7 +82,7 @@ func buildAgent() {
 
 // busyboxTarball returns a gzipped rootfs tarball: busybox with relative
 // applet links, /etc/passwd and /etc/group, /tmp.
-func busyboxTarball(t *testing.T) string {
+func busyboxTarball(t testing.TB) string {
 	t.Helper()
 	fixtureMu.Lock()
 	defer fixtureMu.Unlock()
@@ -83,6 +93,7 @@ func busyboxTarball(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	tempDirs = append(tempDirs, dir)
 	root := filepath.Join(dir, "rootfs")
 	mustRun(t, "mkdir", "-p", root+"/bin", root+"/etc", root+"/tmp", root+"/root")
 	mustRun(t, "cp", "/bin/busybox", root+"/bin/busybox")
@@ -155,14 +166,14 @@ func tarDir(dir, out string) error {
 	return zw.Close()
 }
 
-func mustRun(t *testing.T, name string, args ...string) {
+func mustRun(t testing.TB, name string, args ...string) {
 	t.Helper()
 	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
 		t.Fatalf("%s %v: %v: %s", name, args, err, out)
 	}
 }
 
-func writeTestFile(t *testing.T, p, content string) {
+func writeTestFile(t testing.TB, p, content string) {
 	t.Helper()
 	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
@@ -172,12 +183,43 @@ func writeTestFile(t *testing.T, p, content string) {
 // testImage is the name the busybox fixture gets in every test backend.
 const testImage = "test/busybox:latest"
 
+// openBench is openTest for benchmarks (bwrap isolation).
+func openBench(b *testing.B) *Driver {
+	b.Helper()
+	if os.Getenv(gateEnv) == "" {
+		b.Skipf("%s is not set", gateEnv)
+	}
+	agentOnce.Do(buildAgent)
+	if agentErr != nil {
+		b.Fatal(agentErr)
+	}
+	root := b.TempDir()
+	dr, err := driver.Open(context.Background(), driver.Config{Driver: driver.Local, Name: "bench", Local: &driver.LocalConfig{Root: root, Isolation: driver.IsolationBwrap}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	d := dr.(*Driver)
+	if _, err := d.EnsureImage(context.Background(), driver.ImageSpec{Name: testImage, Archive: &driver.ArchiveSource{Path: busyboxTarball(b)}}); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		list, _ := d.ListInstances(context.Background())
+		for _, in := range list {
+			_ = d.DeleteInstance(context.Background(), in.ID)
+		}
+	})
+	return d
+}
+
 // openTest opens a fresh backend in a temporary root, with the busybox image,
 // and deletes everything it holds at cleanup.
 func openTest(t *testing.T, isolation string) *Driver {
 	t.Helper()
 	precheck(t, isolation)
 	root := t.TempDir()
+	// A non-root sandbox user must be able to reach its workspace.
+	_ = os.Chmod(root, 0o711)
+	_ = os.Chmod(filepath.Dir(root), 0o711)
 	cfg := driver.Config{Driver: driver.Local, Name: "t" + randomHex(4), Local: &driver.LocalConfig{Root: root, Isolation: isolation}}
 	dr, err := driver.Open(context.Background(), cfg)
 	if err != nil {
@@ -236,7 +278,9 @@ func sh(t *testing.T, d *Driver, id, script string) string {
 		t.Fatalf("exec %q: %v", script, err)
 	}
 	if res.ExitCode != 0 {
-		t.Fatalf("exec %q: exit %d, stdout %q, stderr %q", script, res.ExitCode, res.Stdout, res.Stderr)
+		log, _ := os.ReadFile(filepath.Join(d.instanceDir(id), logFile))
+		exit, _ := os.ReadFile(filepath.Join(d.instanceDir(id), exitFile))
+		t.Fatalf("exec %q: exit %d, stdout %q, stderr %q; console %q; exit %q", script, res.ExitCode, res.Stdout, res.Stderr, log, exit)
 	}
 	return string(res.Stdout)
 }

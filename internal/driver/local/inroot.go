@@ -122,3 +122,20 @@ func fileMode(m os.FileMode) os.FileMode {
 
 // fdPath is a host path that reaches an open directory fd.
 func fdPath(fd int) string { return fmt.Sprintf("/proc/self/fd/%d", fd) }
+
+// findInRoot reports whether name resolves, inside root, to an executable
+// regular file.
+func findInRoot(root, name string) bool {
+	rootfd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(rootfd)
+	fd, err := openInRoot(rootfd, cleanRel(name), unix.O_PATH, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	return unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Mode&0o111 != 0
+}

@@ -36,7 +36,8 @@ func (d *Driver) CreateInstance(ctx context.Context, spec driver.InstanceSpec) (
 		return driver.Instance{}, d.errf("instance %q: %w", spec.Name, err)
 	}
 	// mkdir is the name's claim: it fails if another create got there first.
-	if err := os.Mkdir(dir, 0o700); err != nil {
+	// 0711: without isolation a non-root user must traverse it to its workspace.
+	if err := os.Mkdir(dir, 0o711); err != nil {
 		if errors.Is(err, os.ErrExist) {
 			return driver.Instance{}, d.errf("instance %q: %w", spec.Name, driver.ErrAlreadyExists)
 		}
@@ -85,8 +86,7 @@ func (d *Driver) newState(spec driver.InstanceSpec) (*instanceState, error) {
 		return nil, err
 	}
 	now := time.Now().UTC()
-	st := &instanceState{Isolation: d.isolation, ImageID: id, Lower: lower, UID: uid, GID: gid,
-		UserNS: d.isolation == driver.IsolationBwrap && (uid != 0 || gid != 0), CreatedAt: now}
+	st := &instanceState{Isolation: d.isolation, ImageID: id, Lower: lower, UID: uid, GID: gid, CreatedAt: now}
 	if spec.Lifetime > 0 {
 		st.ExpiresAt = now.Add(spec.Lifetime)
 	}
@@ -112,8 +112,9 @@ func (d *Driver) checkSpec(s *driver.InstanceSpec) error {
 		return fmt.Errorf("type %q: the local backend runs containers only: %w", s.Type, driver.ErrUnsupported)
 	}
 	if s.Network == "" {
+		// Ports are reached only on the host network; otherwise stay private.
 		s.Network = driver.NetworkIsolated
-		if d.isolation == driver.IsolationNone {
+		if d.isolation == driver.IsolationNone || len(s.Ports) > 0 {
 			s.Network = driver.NetworkBridge
 		}
 	}
@@ -199,10 +200,7 @@ func (d *Driver) makeInstanceDirs(st *instanceState) error {
 	}
 	ws := filepath.Join(dir, workspace)
 	if st.UID != 0 || st.GID != 0 {
-		if st.UserNS {
-			// In its user namespace the user is host root: a root-owned workspace is its own.
-			return nil
-		}
+		// The workspace belongs to the instance's user, who must write it.
 		if err := os.Chown(ws, st.UID, st.GID); err != nil {
 			return err
 		}
@@ -230,11 +228,8 @@ func (d *Driver) linkVolumes(st *instanceState) error {
 	return nil
 }
 
-// InspectInstance reads one instance; its ID is its name.
+// InspectInstance reads one instance, by ID or name.
 func (d *Driver) InspectInstance(_ context.Context, id string) (driver.Instance, error) {
-	if names.ValidateName(id) != nil {
-		return driver.Instance{}, d.errf("instance %q: %w", id, driver.ErrNotFound)
-	}
 	st, err := d.readState(id)
 	if err != nil {
 		return driver.Instance{}, err
@@ -301,7 +296,7 @@ func (d *Driver) status(st *instanceState) string {
 }
 
 func (d *Driver) toInstance(st *instanceState) driver.Instance {
-	inst := driver.Instance{ID: st.Spec.Name, Name: st.Spec.Name, Type: st.Spec.Type, Image: st.Spec.Image,
+	inst := driver.Instance{ID: d.instanceID(st.Spec.Name), Name: st.Spec.Name, Type: st.Spec.Type, Image: st.Spec.Image,
 		Status: d.status(st), Labels: st.Labels, CreatedAt: st.CreatedAt, ExpiresAt: st.ExpiresAt}
 	if st.Spec.Network == driver.NetworkBridge {
 		inst.IPAddress = "127.0.0.1"
@@ -385,9 +380,6 @@ func (d *Driver) UpdateInstance(_ context.Context, id string, l driver.Limits) e
 
 // withState runs fn under the instance lock and saves the state it leaves.
 func (d *Driver) withState(id string, fn func(*instanceState) error) error {
-	if names.ValidateName(id) != nil {
-		return d.errf("instance %q: %w", id, driver.ErrNotFound)
-	}
 	unlock, err := d.lockInstance(id)
 	if err != nil {
 		return err
@@ -408,19 +400,24 @@ func (d *Driver) withState(id string, fn func(*instanceState) error) error {
 }
 
 // DeleteInstance kills the sandbox and removes its directory and cgroups.
+// An instance that is already gone is not an error.
 func (d *Driver) DeleteInstance(_ context.Context, id string) error {
-	if names.ValidateName(id) != nil {
-		return d.errf("instance %q: %w", id, driver.ErrNotFound)
-	}
 	unlock, err := d.lockInstance(id)
+	if driver.IsNotFound(err) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}
 	defer unlock()
 	st, err := d.readState(id)
+	if driver.IsNotFound(err) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}
+	id = st.Spec.Name
 	st.kill()
 	if err := removeCgroups(st.Cgroups); err != nil {
 		return d.errf("instance %q: %w", id, err)
@@ -435,6 +432,24 @@ func (d *Driver) DeleteInstance(_ context.Context, id string) error {
 		return d.errf("instance %q: remove %s: %w", id, trash, err)
 	}
 	return nil
+}
+
+// instanceID is "<backend>.<name>.<hash of the backend directory>":
+// unique across backends and roots, and also the instance's cgroup name.
+func (d *Driver) instanceID(name string) string {
+	return fmt.Sprintf("%s.%s.%s", d.backend, name, shortHash(d.root))
+}
+
+// nameOf accepts an instance ID of this backend or a bare name.
+func (d *Driver) nameOf(id string) (string, bool) {
+	name := id
+	if parts := strings.Split(id, "."); len(parts) > 1 {
+		if len(parts) != 3 || d.instanceID(parts[1]) != id {
+			return "", false
+		}
+		name = parts[1]
+	}
+	return name, names.ValidateName(name) == nil
 }
 
 func randomHex(n int) string {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -77,24 +78,18 @@ func (d *Driver) launch(ctx context.Context, st *instanceState) error {
 	return d.launchBwrap(ctx, st, agentPath, logf)
 }
 
-// prepareCgroups creates the instance's cgroups (once) and applies limits.
+// prepareCgroups creates the instance's cgroups (again after a reboot,
+// which empties cgroupfs) and applies the limits.
 func (d *Driver) prepareCgroups(st *instanceState) error {
 	if d.cg == nil {
 		return nil
 	}
-	if len(st.Cgroups) == 0 {
-		dirs, err := d.cg.create(d.cgroupID(st.Spec.Name))
-		st.Cgroups = dirs
-		if err != nil {
-			return err
-		}
+	dirs, err := d.cg.create(d.instanceID(st.Spec.Name))
+	st.Cgroups = dirs
+	if err != nil {
+		return err
 	}
 	return setLimits(st.Cgroups, limitsOf(st.Spec))
-}
-
-// cgroupID names the instance's cgroup: readable, and unique across roots.
-func (d *Driver) cgroupID(name string) string {
-	return fmt.Sprintf("%s.%s.%s", d.backend, name, shortHash(d.root))
 }
 
 func limitsOf(s driver.InstanceSpec) driver.Limits {
@@ -122,15 +117,12 @@ func (d *Driver) wrapperCmd(script string, st *instanceState, argv []string, log
 // launchNone runs the agent as a plain process in the workspace.
 func (d *Driver) launchNone(st *instanceState, agentPath string, logf *os.File) error {
 	dir := d.instanceDir(st.Spec.Name)
-	argv := agent.InitCommand(st.ExpiresAt, st.Spec.Command)
+	argv := agent.InitAsUser(agent.InitCommand(st.ExpiresAt, st.Spec.Command), st.UID, st.GID)
 	argv[0] = agentPath
 	cmd := d.wrapperCmd(noneScript, st, argv, logf)
 	cmd.Env = append(cmd.Env, "SBX_EXIT="+filepath.Join(dir, exitFile))
 	cmd.Env = append(cmd.Env, d.instanceEnv(st)...)
 	cmd.Dir = filepath.Join(dir, workspace)
-	if st.UID != 0 || st.GID != 0 {
-		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(st.UID), Gid: uint32(st.GID)}
-	}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start: %w", err)
 	}
@@ -172,7 +164,7 @@ func (d *Driver) launchBwrap(ctx context.Context, st *instanceState, agentPath s
 	}
 	argv := append([]string{d.bwrap}, d.bwrapArgs(st)...)
 	argv = append(argv, "--ro-bind", agentPath, agent.PathInInstance, "--")
-	argv = append(argv, agent.InitCommand(st.ExpiresAt, st.Spec.Command)...)
+	argv = append(argv, agent.InitAsUser(agent.InitCommand(st.ExpiresAt, st.Spec.Command), st.UID, st.GID)...)
 	cmd := d.wrapperCmd(bwrapScript, st, argv, logf)
 	if d.overlay {
 		cmd.Env = append(cmd.Env, "SBX_OVERLAY="+d.overlayOptions(st), "SBX_MERGED="+filepath.Join(dir, mergedDir))
@@ -195,6 +187,9 @@ func (d *Driver) launchBwrap(ctx context.Context, st *instanceState, agentPath s
 	}
 	if err == nil {
 		err = d.applyPending(st)
+	}
+	if err == nil {
+		err = d.checkCommand(st)
 	}
 	if err != nil {
 		_ = cmd.Process.Kill()
@@ -294,11 +289,7 @@ func (d *Driver) bwrapArgs(st *instanceState) []string {
 	if s.Network != driver.NetworkBridge {
 		a = append(a, "--unshare-net")
 	}
-	if st.UserNS {
-		a = append(a, "--unshare-user", "--uid", strconv.Itoa(st.UID), "--gid", strconv.Itoa(st.GID))
-	} else {
-		a = append(a, capabilityArgs(s.Security)...)
-	}
+	a = append(a, capabilityArgs(s.Security)...)
 	a = append(a, d.rootArgs(st)...)
 	a = append(a, "--proc", "/proc", "--dev", "/dev")
 	if !d.overlay {
@@ -499,11 +490,41 @@ func (d *Driver) cgroupBinds(st *instanceState) []string {
 		return []string{"--ro-bind", st.Cgroups[0], "/sys/fs/cgroup"}
 	}
 	var a []string
-	id := d.cgroupID(st.Spec.Name)
+	id := d.instanceID(st.Spec.Name)
 	for _, ctrl := range wantedControllers {
 		if parent, ok := d.cg.parent[ctrl]; ok {
 			a = append(a, "--ro-bind", filepath.Join(parent, id), "/sys/fs/cgroup/"+ctrl)
 		}
 	}
 	return a
+}
+
+// checkCommand fails the start when the command does not exist in the
+// sandbox, as `docker run` does, instead of an instance that stops at once.
+// The sandbox is fully built (files included) but its command not started.
+func (d *Driver) checkCommand(st *instanceState) error {
+	if len(st.Spec.Command) == 0 {
+		return nil
+	}
+	name := st.Spec.Command[0]
+	root := procRoot(st.Pid)
+	if strings.Contains(name, "/") {
+		if !path.IsAbs(name) {
+			name = path.Join(workdirOf(st.Spec), name)
+		}
+		if findInRoot(root, name) {
+			return nil
+		}
+		return fmt.Errorf("command %q: no such executable file in the sandbox", st.Spec.Command[0])
+	}
+	search := "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	if p, ok := st.Spec.Env["PATH"]; ok {
+		search = p
+	}
+	for _, dir := range strings.Split(search, ":") {
+		if dir != "" && findInRoot(root, path.Join(dir, name)) {
+			return nil
+		}
+	}
+	return fmt.Errorf("command %q: not found in the sandbox's PATH (%s)", name, search)
 }

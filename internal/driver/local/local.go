@@ -168,7 +168,8 @@ func (d *Driver) EnsureScope(_ context.Context) error {
 }
 
 // DeleteScope removes the backend directory once it holds no instance and no
-// volume; images (a cache of extracted archives) go with it.
+// volume. Images are not part of the scope (as on Docker, where they belong
+// to the engine): while any is named the directory stays with them.
 func (d *Driver) DeleteScope(_ context.Context) error {
 	if _, err := os.Stat(d.root); errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -178,9 +179,19 @@ func (d *Driver) DeleteScope(_ context.Context) error {
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("local backend %q: %w", d.backend, err)
 		}
-		if len(entries) > 0 {
-			return fmt.Errorf("local backend %q: %s still holds %d %s (first %q); delete them first", d.backend, d.root, len(entries), sub, entries[0].Name())
+		for _, e := range entries {
+			if !strings.HasPrefix(e.Name(), ".") { // hidden: leftovers of an interrupted create or delete
+				return d.errf("%s still holds %s %q; delete it first", d.root, strings.TrimSuffix(sub, "s"), e.Name())
+			}
 		}
+	}
+	if len(d.refs()) > 0 {
+		for _, sub := range []string{"instances", "volumes"} {
+			if err := os.RemoveAll(filepath.Join(d.root, sub)); err != nil {
+				return d.errf("remove %s: %w", sub, err)
+			}
+		}
+		return nil
 	}
 	if err := os.RemoveAll(d.root); err != nil {
 		return fmt.Errorf("local backend %q: remove %s: %w", d.backend, d.root, err)

@@ -17,8 +17,11 @@ func TestLifecycle(t *testing.T) {
 	spec.Env = map[string]string{"TASK": "demo"}
 	spec.Labels = map[string]string{"role": "worker"}
 	in := mustCreate(t, d, spec)
-	if in.ID != "life" || in.Status != driver.StatusRunning {
-		t.Fatalf("created %+v, want id life, running", in)
+	if in.Name != "life" || in.ID == "" || in.Status != driver.StatusRunning {
+		t.Fatalf("created %+v, want name life, running", in)
+	}
+	if got, err := d.InspectInstance(ctx, in.ID); err != nil || got.Name != "life" {
+		t.Fatalf("inspect by ID: %+v %v", got, err)
 	}
 	if in.Labels["role"] != "worker" || in.Labels[driver.LabelBackend] != d.backend {
 		t.Errorf("labels %v", in.Labels)
@@ -56,8 +59,8 @@ func TestLifecycle(t *testing.T) {
 	if _, err := d.InspectInstance(ctx, "life"); !driver.IsNotFound(err) {
 		t.Errorf("inspect after delete: %v", err)
 	}
-	if err := d.DeleteInstance(ctx, "life"); !driver.IsNotFound(err) {
-		t.Errorf("second delete: %v", err)
+	if err := d.DeleteInstance(ctx, "life"); err != nil {
+		t.Errorf("second delete: %v, want nil (already gone)", err)
 	}
 }
 
@@ -70,5 +73,20 @@ func TestCreateDuplicate(t *testing.T) {
 	}
 	if s := status(t, d, "dup"); s != driver.StatusRunning {
 		t.Errorf("the first instance is %s after a failed duplicate", s)
+	}
+}
+
+// TestHostImage: no rootfs, the host's system directories read-only, the
+// rest of the root the instance's own.
+func TestHostImage(t *testing.T) {
+	d := openTest(t, driver.IsolationBwrap)
+	spec := testSpec("hosted")
+	spec.Image = HostImage
+	spec.Command = []string{"sleep", "infinity"}
+	spec.Files = []driver.File{{Path: "/srv/x", Content: []byte("x")}, {Path: "/workspace/task.json", Content: []byte("{}")}}
+	mustCreate(t, d, spec)
+	got := sh(t, d, "hosted", "cat /srv/x /workspace/task.json; ls /usr/bin/env >/dev/null && echo usr; touch /usr/nope 2>/dev/null || echo ro; ls /root 2>/dev/null | wc -l")
+	if got != "x{}usr\nro\n0\n" {
+		t.Errorf("host image: %q", got)
 	}
 }

@@ -74,7 +74,8 @@ func (d *Driver) applyPending(st *instanceState) error {
 		if err != nil {
 			return err
 		}
-		err = writeFileInRoot(procRoot(st.Pid), f.Path, in, f.Mode, -1, -1)
+		uid, gid := st.fileOwner()
+		err = writeFileInRoot(procRoot(st.Pid), f.Path, in, f.Mode, uid, gid)
 		in.Close()
 		if err != nil {
 			return fmt.Errorf("file %s: %w", f.Path, err)

@@ -35,9 +35,8 @@ type instanceState struct {
 	ImageID   string              `json:"image_id"`
 	Lower     string              `json:"lower"` // host directory of the image rootfs ("" for the host image)
 	Labels    map[string]string   `json:"labels"`
-	UID       int                 `json:"uid"`
+	UID       int                 `json:"uid"` // the command's user; the agent drops to it
 	GID       int                 `json:"gid"`
-	UserNS    bool                `json:"userns"` // the command runs as UID in its own user namespace
 	Cgroups   []string            `json:"cgroups,omitempty"`
 	CreatedAt time.Time           `json:"created_at"`
 	ExpiresAt time.Time           `json:"expires_at,omitempty"`
@@ -55,8 +54,13 @@ type exitRecord struct {
 	ExitCode *int `json:"exit-code"`
 }
 
-// readState loads an instance's state.json; ErrNotFound if there is none.
-func (d *Driver) readState(name string) (*instanceState, error) {
+// readState loads an instance's state.json (by ID or name); ErrNotFound if
+// there is none.
+func (d *Driver) readState(id string) (*instanceState, error) {
+	name, ok := d.nameOf(id)
+	if !ok {
+		return nil, d.errf("instance %q: %w", id, driver.ErrNotFound)
+	}
 	b, err := os.ReadFile(filepath.Join(d.instanceDir(name), stateFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, d.errf("instance %q: %w", name, driver.ErrNotFound)
@@ -103,7 +107,11 @@ func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
 
 // lockInstance takes the instance's exclusive flock, shared by every
 // provider process on this host, and returns its release function.
-func (d *Driver) lockInstance(name string) (func(), error) {
+func (d *Driver) lockInstance(id string) (func(), error) {
+	name, ok := d.nameOf(id)
+	if !ok {
+		return nil, d.errf("instance %q: %w", id, driver.ErrNotFound)
+	}
 	f, err := os.OpenFile(filepath.Join(d.instanceDir(name), lockFile), os.O_RDWR, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, d.errf("instance %q: %w", name, driver.ErrNotFound)

@@ -176,10 +176,10 @@ func extractEntry(rootfd int, tr *tar.Reader, h *tar.Header, layer bool) error {
 	mode := uint32(h.Mode) & 0o7777
 	switch h.Typeflag {
 	case tar.TypeDir:
-		if err := unix.Mkdirat(pfd, base, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
+		if err := mkdirAt(pfd, base); err != nil {
 			return err
 		}
-	case tar.TypeReg, tar.TypeRegA:
+	case tar.TypeReg: // Go's reader reports old-style regular files (TypeRegA) as TypeReg
 		if err := writeEntry(pfd, base, tr, mode); err != nil {
 			return err
 		}
@@ -204,6 +204,24 @@ func extractEntry(rootfd int, tr *tar.Reader, h *tar.Header, layer bool) error {
 		return nil
 	}
 	return setMeta(pfd, base, h, mode)
+}
+
+// mkdirAt makes a directory, keeping an existing one (later layers and
+// repeated entries refer to it) but replacing anything else.
+func mkdirAt(pfd int, base string) error {
+	err := unix.Mkdirat(pfd, base, 0o700)
+	if !errors.Is(err, unix.EEXIST) {
+		return err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstatat(pfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return err
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		return nil
+	}
+	removeAt(pfd, base)
+	return unix.Mkdirat(pfd, base, 0o700)
 }
 
 // writeEntry writes a regular file's content.

@@ -1,0 +1,32 @@
+//go:build linux
+
+package agent
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// userCredential parses init's --user "uid[:gid]" (numeric: names are
+// resolved by the driver against the image's /etc/passwd). Init itself stays
+// root so it can still signal and reap everything; only the command drops
+// to the user, with no supplementary groups. "" means no change.
+func userCredential(spec string) (*syscall.Credential, error) {
+	if spec == "" {
+		return nil, nil
+	}
+	u, g, hasGID := strings.Cut(spec, ":")
+	uid, err := strconv.ParseUint(u, 10, 32)
+	if err != nil {
+		return nil, fmt.Errorf("--user %q: the uid must be a number", spec)
+	}
+	gid := uid
+	if hasGID {
+		if gid, err = strconv.ParseUint(g, 10, 32); err != nil {
+			return nil, fmt.Errorf("--user %q: the gid must be a number", spec)
+		}
+	}
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}, nil
+}
