@@ -72,8 +72,13 @@ func (r *backendResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		resp.Diagnostics.AddError("Invalid Sandbox Backend Configuration", err.Error())
 		return
 	}
-	if !known {
-		return // handle stays unknown until the values it derives from are known
+	if !known { // the handle stays unknown until the values it derives from are known
+		if !req.State.Raw.IsNull() {
+			plan.ID = types.StringUnknown()
+			plan.unknownEngineAttributes()
+			resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+		}
+		return
 	}
 	resolved, ok := resolveInto(cfg, &resp.Diagnostics)
 	if !ok {

@@ -1,10 +1,12 @@
 package provider_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -42,6 +44,9 @@ func backendCases() []backendCase {
 		{driver: driver.Local, precheck: acctest.PreCheckLocal, endpoint: acctest.LocalRoot(), update: `isolation = "none"`,
 			updated: statecheck.ExpectKnownValue(backendAddr, tfjsonpath.New("handle").AtMapKey("local").AtMapKey("isolation"),
 				knownvalue.StringExact(driver.IsolationNone))},
+		{driver: driver.Incus, precheck: acctest.PreCheckIncus, update: `advertise_host = "127.0.0.2"`,
+			updated: statecheck.ExpectKnownValue(backendAddr, tfjsonpath.New("handle").AtMapKey("incus").AtMapKey("advertise_host"),
+				knownvalue.StringExact("127.0.0.2"))},
 	}
 }
 
@@ -52,6 +57,7 @@ func backendHCL(drv, name, extra string) string {
 
 func TestAccBackend_docker(t *testing.T) { testAccBackendLifecycle(t, backendCases()[0]) }
 func TestAccBackend_local(t *testing.T)  { testAccBackendLifecycle(t, backendCases()[1]) }
+func TestAccBackend_incus(t *testing.T)  { testAccBackendLifecycle(t, backendCases()[2]) }
 
 // testAccBackendLifecycle: create (handle known at plan), import, update in
 // place, replacement on a new name, and destroy checked on the engine.
@@ -75,7 +81,7 @@ func testAccBackendLifecycle(t *testing.T, c backendCase) {
 					PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()},
 				},
 				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(backendAddr, tfjsonpath.New("id"), knownvalue.StringExact(c.driver+":"+name+":"+c.endpoint)),
+					statecheck.ExpectKnownValue(backendAddr, tfjsonpath.New("id"), knownvalue.StringExact(strings.TrimSuffix(c.driver+":"+name+":"+c.endpoint, ":"))),
 					statecheck.ExpectKnownValue(backendAddr, tfjsonpath.New("driver"), knownvalue.StringExact(c.driver)),
 					statecheck.ExpectKnownValue(backendAddr, tfjsonpath.New("engine_version"), knownvalue.NotNull()),
 					statecheck.ExpectKnownValue(backendAddr, tfjsonpath.New("arch"), knownvalue.NotNull()),
@@ -141,6 +147,11 @@ func TestAccBackend_localDeletedOutside(t *testing.T) {
 func testAccBackendDeletedOutside(t *testing.T, drv string) {
 	name := acctest.RandomName("tf-acc")
 	cfg := acctest.DriverConfig(drv, name)
+	if _, ok := acctest.OpenDriver(t, cfg).(interface {
+		ScopeExists(context.Context) (bool, error)
+	}); !ok {
+		t.Fatalf("the %s driver has no ScopeExists(ctx) (bool, error): sandbox_backend's Read cannot see a scope deleted outside Terraform", drv)
+	}
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: acctest.ProtoV6ProviderFactories,
 		CheckDestroy:             acctest.CheckNoManagedObjects(cfg),
@@ -238,6 +249,48 @@ func TestAccBackend_unreachable(t *testing.T) {
 		Steps: []resource.TestStep{{
 			Config:      acctest.BackendConfigWith("test", driver.Docker, "gone", fmt.Sprintf("host = %q", "unix://"+sock)),
 			ExpectError: regexp.MustCompile(`(?s)Unable to Create Sandbox Backend.*docker backend "gone".*absent\.sock.*Check that the docker\s+engine is running`),
+		}},
+	})
+}
+
+// TestAccBackend_localUnknownAtPlan names the backend from a value known only
+// at apply: the handle (and the volume's id) are unknown in the plan, and
+// apply settles them without an inconsistent plan.
+func TestAccBackend_localUnknownAtPlan(t *testing.T) {
+	acctest.PreCheckLocal(t)
+	name := acctest.RandomName("tf-acc")
+	cfg := acctest.DriverConfig(driver.Local, name)
+	config := fmt.Sprintf(`
+resource "terraform_data" "name" {
+  input = %q
+}
+
+resource "sandbox_backend" "test" {
+  name  = terraform_data.name.output
+  local = { root = %q }
+}
+
+resource "sandbox_volume" "test" {
+  backend = sandbox_backend.test.handle
+  name    = "data"
+}
+`, name, acctest.LocalRoot())
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: acctest.ProtoV6ProviderFactories,
+		CheckDestroy:             acctest.ComposeChecks(acctest.CheckVolumeGone(cfg, "data"), acctest.CheckNoManagedObjects(cfg)),
+		Steps: []resource.TestStep{{
+			Config: config,
+			ConfigPlanChecks: resource.ConfigPlanChecks{
+				PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectUnknownValue(backendAddr, tfjsonpath.New("handle")),
+					plancheck.ExpectUnknownValue("sandbox_volume.test", tfjsonpath.New("id")),
+				},
+				PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()},
+			},
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(backendAddr, tfjsonpath.New("handle").AtMapKey("name"), knownvalue.StringExact(name)),
+				statecheck.ExpectKnownValue("sandbox_volume.test", tfjsonpath.New("id"), knownvalue.StringExact("local:"+name+":"+acctest.LocalRoot()+"/data")),
+			},
 		}},
 	})
 }

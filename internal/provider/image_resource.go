@@ -14,13 +14,12 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
-	"github.com/hashicorp/terraform-plugin-log/tflog"
 	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/names"
@@ -95,7 +94,7 @@ func (r *imageResource) Schema(_ context.Context, _ resource.SchemaRequest, resp
 		Description: "An image on a backend, built from a local context, pulled, or loaded from an archive. " +
 			"`source_hash` fingerprints the build context (honouring `.dockerignore`) or the archive at plan time, " +
 			"so a change to any file plans a replacement.\n\n" + objectImportDoc(imageSep) +
-			" After import, `build`, `pull` and `archive` are adopted from configuration without a rebuild.",
+			" After import, `build`, `pull`, `archive` and `labels` are adopted from configuration without a rebuild.",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{Computed: true, Description: "`<backend id>#<name>`, also a valid import ID.",
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
@@ -124,8 +123,9 @@ func (r *imageResource) Schema(_ context.Context, _ resource.SchemaRequest, resp
 			"keep": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(false),
 				Description: "Leave the image on the engine when the resource is destroyed. Defaults to `false`."},
 			"labels": schema.MapAttribute{Optional: true, ElementType: types.StringType, Validators: []validator.Map{labelsValidator{}},
-				PlanModifiers: []planmodifier.Map{mapplanmodifier.RequiresReplace()},
-				Description:   "Labels of the image, besides the provider's `labels`. Keys: " + names.LabelKeyRule + "."},
+				PlanModifiers: []planmodifier.Map{replaceMapUnlessImported()},
+				Description: "Labels of the image, besides the provider's `labels`; a change rebuilds it. Keys: " + names.LabelKeyRule +
+					". An imported image adopts them from configuration (its engine labels mix in those of base images)."},
 			"image_id": schema.StringAttribute{Computed: true, Description: "Image ID on the engine: a digest (docker) or fingerprint (incus).",
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
 			"source_hash": schema.StringAttribute{Computed: true,
@@ -228,14 +228,15 @@ func (r *imageResource) sourceHash(ctx context.Context, plan *imageModel, diags 
 		if dockerfile == "" {
 			dockerfile = "Dockerfile"
 		}
-		return hashOrError(diags, path.Root("build").AtName("context"), "build.context", func() (string, error) {
-			dir := b.Context.ValueString()
-			if _, err := os.Stat(filepath.Join(dir, dockerfile)); err != nil {
-				diags.AddAttributeError(path.Root("build").AtName("dockerfile"), "Dockerfile Not Found",
-					fmt.Sprintf("`build.dockerfile` %q is not in the build context %s: %v. Set `build.dockerfile` to its path relative to `build.context`.", dockerfile, dir, err))
-			}
+		dir := b.Context.ValueString()
+		h := hashOrError(diags, path.Root("build").AtName("context"), "build.context", func() (string, error) {
 			return sourcehash.Dir(dir, true, dockerfile)
 		})
+		if _, err := os.Stat(filepath.Join(dir, dockerfile)); err != nil && !h.IsUnknown() {
+			diags.AddAttributeError(path.Root("build").AtName("dockerfile"), "Dockerfile Not Found",
+				fmt.Sprintf("`build.dockerfile` %q is not in the build context %s: %v. Set `build.dockerfile` to its path relative to `build.context`.", dockerfile, dir, err))
+		}
+		return h
 	case !plan.Archive.IsNull() && !plan.Archive.IsUnknown():
 		var a imageArchiveModel
 		diags.Append(plan.Archive.As(ctx, &a, basetypes.ObjectAsOptions{})...)
@@ -380,7 +381,7 @@ func (r *imageResource) ImportState(ctx context.Context, req resource.ImportStat
 	}
 	state := imageModel{ID: types.StringValue(objectID(cfg, imageSep, name)), Backend: handle, Name: types.StringValue(name),
 		Build: types.ObjectNull(imageBuildAttrTypes), Pull: types.ObjectNull(imagePullAttrTypes), Archive: types.ObjectNull(imageArchiveAttrTypes),
-		Keep: types.BoolValue(false), Labels: importedLabels(img.Labels, r.data.Labels),
+		Keep: types.BoolValue(false), Labels: types.MapNull(types.StringType),
 		ImageID: types.StringValue(img.ID), SourceHash: sourceHashOrNull(img.Labels)}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }

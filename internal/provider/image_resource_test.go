@@ -53,6 +53,14 @@ func TestAccImage_localArchive(t *testing.T) {
 	})
 }
 
+func TestAccImage_incusArchive(t *testing.T) {
+	acctest.PreCheckIncus(t)
+	tarball := acctest.BusyboxRootfsTarball(t)
+	testAccImageLifecycle(t, driver.Incus, fmt.Sprintf(`archive = { path = %q }`, tarball), func() {
+		acctest.WriteBusyboxRootfsTarball(t, tarball, map[string]string{"etc/motd": "changed"})
+	})
+}
+
 // testAccImageLifecycle: create, import, update keep in place, replacement
 // when the source content changes (change does that), deletion outside
 // Terraform, and destroy checked on the engine.
@@ -86,7 +94,7 @@ func testAccImageLifecycle(t *testing.T, drv, source string, change func()) {
 				ImportState:             true,
 				ImportStateId:           backendImportID(drv, backend) + "#" + image,
 				ImportStateVerify:       true,
-				ImportStateVerifyIgnore: []string{"build", "archive"}, // the engine does not record the source
+				ImportStateVerifyIgnore: []string{"build", "archive", "labels"}, // adopted from configuration after import
 			},
 			{
 				Config:            imageHCL(drv, backend, image, source, labels+"\n  keep = true"),

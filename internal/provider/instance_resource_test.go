@@ -65,7 +65,7 @@ func TestAccInstance_basic(t *testing.T) {
 			resource.TestStep{ResourceName: instanceAddr, ImportState: true, ImportStateId: "no-instance-name",
 				ExpectError: regexp.MustCompile(`Invalid Sandbox Instance Import ID`)},
 			resource.TestStep{ResourceName: instanceAddr, ImportState: true, ImportStateIdFunc: importID("tf-acc-missing"),
-				ExpectError: regexp.MustCompile(`no instance named "tf-acc-missing"`)},
+				ExpectError: regexp.MustCompile(`no\s+instance\s+named\s+"tf-acc-missing"`)},
 		)
 	})
 }

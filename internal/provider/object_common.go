@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
@@ -94,6 +95,14 @@ func replaceUnlessImported() planmodifier.Object {
 // replaceStringUnlessImported is replaceUnlessImported for a string source.
 func replaceStringUnlessImported() planmodifier.String {
 	return stringplanmodifier.RequiresReplaceIf(func(_ context.Context, req planmodifier.StringRequest, resp *stringplanmodifier.RequiresReplaceIfFuncResponse) {
+		resp.RequiresReplace = !req.StateValue.IsNull()
+	}, replaceUnlessImportedDoc, replaceUnlessImportedDoc)
+}
+
+// replaceMapUnlessImported is replaceUnlessImported for labels an import
+// could not recover.
+func replaceMapUnlessImported() planmodifier.Map {
+	return mapplanmodifier.RequiresReplaceIf(func(_ context.Context, req planmodifier.MapRequest, resp *mapplanmodifier.RequiresReplaceIfFuncResponse) {
 		resp.RequiresReplace = !req.StateValue.IsNull()
 	}, replaceUnlessImportedDoc, replaceUnlessImportedDoc)
 }

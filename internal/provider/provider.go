@@ -114,6 +114,7 @@ func (p *sandboxProvider) Resources(_ context.Context) []func() resource.Resourc
 		NewImageResource,
 		NewVolumeResource,
 		NewInstanceResource,
+		NewInitializerResource,
 	}
 }
 

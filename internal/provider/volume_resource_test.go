@@ -41,6 +41,11 @@ func TestAccVolume_local(t *testing.T) {
 	testAccVolumeLifecycle(t, driver.Local, `isolation = "none"`)
 }
 
+func TestAccVolume_incus(t *testing.T) {
+	acctest.PreCheckIncus(t)
+	testAccVolumeLifecycle(t, driver.Incus, `advertise_host = "127.0.0.2"`)
+}
+
 // testAccVolumeLifecycle: create seeded from a directory, import, update in
 // place when the backend's connection settings change (backendUpdate),
 // replacement when a file of the source changes, deletion outside

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
 
@@ -479,5 +480,28 @@ func TestConformance(t *testing.T) {
 			return openBackend(t, driver.DockerConfig{})
 		},
 		Image: fixture.tag,
+	})
+}
+
+// Instances made without the agent (e.g. by an older provider) still get
+// detached commands, through the engine's own detached exec.
+func TestDetachedExecWithoutAgent(t *testing.T) {
+	d, backend := openNamed(t, driver.DockerConfig{})
+	cli := rawClient(t)
+	c, err := cli.ContainerCreate(ctxT(t), &container.Config{Image: fixture.image, Cmd: []string{"sleep", "600"},
+		Labels: driver.ScopeLabels(backend)}, &container.HostConfig{NetworkMode: "none"}, nil, nil, backend+"-plain")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cli.ContainerStart(ctxT(t), c.ID, container.StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := d.Exec(ctxT(t), c.ID, driver.ExecSpec{Command: []string{"sh", "-c", "echo hi > /detached"}, Detach: true})
+	if err != nil {
+		t.Fatalf("%+v %v", res, err)
+	}
+	waitFor(t, 5*time.Second, "detached command", func() (bool, string) {
+		out, _ := d.Exec(ctxT(t), c.ID, driver.ExecSpec{Command: []string{"cat", "/detached"}})
+		return string(out.Stdout) == "hi\n", string(out.Stdout) + string(out.Stderr)
 	})
 }

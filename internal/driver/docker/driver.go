@@ -1,6 +1,3 @@
-// Package docker implements driver.Driver on the Docker Engine API (and
-// API-compatible engines such as Podman), over a unix socket, TCP with TLS,
-// or SSH to a remote socket.
 package docker
 
 import (

@@ -49,8 +49,8 @@ func agentMissing(res driver.ExecResult) bool {
 	if res.ExitCode != 126 && res.ExitCode != 127 {
 		return false
 	}
-	out := strings.ToLower(string(res.Stdout) + string(res.Stderr))
-	return strings.Contains(out, "no such file") || strings.Contains(out, "not found")
+	out := string(res.Stdout) + string(res.Stderr)
+	return strings.Contains(out, agent.PathInInstance) && strings.Contains(strings.ToLower(out), "no such file")
 }
 
 // missingWorkdir recognises the runtime's refusal to chdir into a

@@ -123,7 +123,7 @@ func newClient(cfg driver.Config) (*client.Client, error) {
 			return nil, err
 		}
 		tr.TLSClientConfig = tlsCfg
-		opts = append(opts, client.WithHost("tcp://"+ep.u.Host))
+		opts = append(opts, client.WithHost("tcp://"+tcpAddr(ep.u, tlsCfg != nil)))
 	case "ssh":
 		dial, err := sshDialer(ep, dc, cfg.Secrets)
 		if err != nil {
@@ -170,6 +170,17 @@ func tcpTLS(ep endpoint, dc *driver.DockerConfig) (*tls.Config, error) {
 		c.Certificates = []tls.Certificate{cert}
 	}
 	return c, nil
+}
+
+// tcpAddr adds Docker's conventional port when the URL has none.
+func tcpAddr(u *url.URL, tls bool) string {
+	if u.Port() != "" {
+		return u.Host
+	}
+	if tls {
+		return net.JoinHostPort(u.Hostname(), "2376")
+	}
+	return net.JoinHostPort(u.Hostname(), "2375")
 }
 
 func isLoopbackHost(h string) bool {

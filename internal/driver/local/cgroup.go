@@ -188,55 +188,69 @@ func (c *cgroups) ensureParent(parent string) error {
 }
 
 // setLimits writes the limits into whichever of the instance's cgroups has
-// the matching files; zero means unlimited.
+// the matching files; zero means unlimited. A limit that no cgroup can take
+// is an error, never silently dropped.
 func setLimits(dirs []string, l driver.Limits) error {
-	mem, pids := "-1", "max"
+	const period = 100000
+	mem, pids, quota := "-1", "max", "-1"
 	if l.MemoryBytes > 0 {
 		mem = strconv.FormatInt(l.MemoryBytes, 10)
 	}
 	if l.PidsLimit > 0 {
 		pids = strconv.FormatInt(l.PidsLimit, 10)
 	}
-	const period = 100000
-	quota := "-1"
 	if l.CPUs > 0 {
 		quota = strconv.FormatInt(int64(l.CPUs*period), 10)
 	}
-	v2mem := mem
-	if v2mem == "-1" {
+	v2mem, v2cpu := mem, quota+" "+strconv.Itoa(period)
+	if mem == "-1" {
 		v2mem = "max"
 	}
-	v2cpu := "max " + strconv.Itoa(period)
-	if quota != "-1" {
-		v2cpu = quota + " " + strconv.Itoa(period)
+	if quota == "-1" {
+		v2cpu = "max " + strconv.Itoa(period)
 	}
-	for _, dir := range dirs {
-		writes := [][2]string{
-			{"pids.max", pids},
-			// v1: no swap beyond the memory limit. Lowering must go memory
-			// first, raising memsw first; writing both twice covers both.
-			{"memory.limit_in_bytes", mem}, {"memory.memsw.limit_in_bytes", mem},
-			{"memory.limit_in_bytes", mem}, {"memory.memsw.limit_in_bytes", mem},
-			{"cpu.cfs_period_us", strconv.Itoa(period)}, {"cpu.cfs_quota_us", quota},
-			{"memory.max", v2mem}, {"memory.swap.max", "0"}, {"cpu.max", v2cpu},
+	limits := []struct {
+		set    bool
+		writes [][2]string // alternatives: v1 files, then v2 files
+	}{
+		{l.PidsLimit > 0, [][2]string{{"pids.max", pids}}},
+		// v1: no swap beyond the memory limit. Lowering must go memory first,
+		// raising memsw first: writing the pair twice covers both.
+		{l.MemoryBytes > 0, [][2]string{{"memory.limit_in_bytes", mem}, {"memory.memsw.limit_in_bytes", mem},
+			{"memory.limit_in_bytes", mem}, {"memory.memsw.limit_in_bytes", mem}, {"memory.max", v2mem}, {"memory.swap.max", "0"}}},
+		{l.CPUs > 0, [][2]string{{"cpu.cfs_period_us", strconv.Itoa(period)}, {"cpu.cfs_quota_us", quota}, {"cpu.max", v2cpu}}},
+	}
+	for _, lim := range limits {
+		applied, err := writeCgroupFiles(dirs, lim.writes)
+		if lim.set && !applied {
+			if err == nil {
+				err = fmt.Errorf("no cgroup of the instance has %s", lim.writes[0][0])
+			}
+			return err
 		}
-		var last error
-		for i, w := range writes {
+	}
+	return nil
+}
+
+// writeCgroupFiles writes each file present in the dirs and reports
+// whether the last write of some file succeeded.
+func writeCgroupFiles(dirs []string, writes [][2]string) (bool, error) {
+	applied := false
+	var last error
+	for _, dir := range dirs {
+		for _, w := range writes {
 			p := filepath.Join(dir, w[0])
 			if _, err := os.Stat(p); err != nil {
 				continue
 			}
-			err := os.WriteFile(p, []byte(w[1]), 0)
-			// The first of the doubled memory writes may fail by design.
-			if err != nil && i != 1 && i != 2 {
+			if err := os.WriteFile(p, []byte(w[1]), 0); err != nil {
 				last = fmt.Errorf("cgroup %s: %w", p, err)
+				continue
 			}
-		}
-		if last != nil {
-			return last
+			applied, last = true, nil
 		}
 	}
-	return nil
+	return applied, last
 }
 
 // cgroupPids lists the processes in the instance's cgroups (each once: on

@@ -110,6 +110,13 @@
 // removes the cgroups and the directory. A failed create removes everything
 // it made.
 //
+// Rootless (the provider not root): bwrap makes a user namespace in which
+// the sandbox is root (the caller outside); exec enters it too. There is no
+// overlayfs and no cgroups: the image's top-level entries are bound
+// read-only on a tmpfs root (workspace, volumes and /tmp stay writable),
+// Info reports no limits, and `user` is refused. bwrap always sets
+// no_new_privs, so set-uid programs do not gain privileges in a sandbox.
+//
 // # Isolation "none"
 //
 // Plain processes, no namespaces: `sandbox-agent init` runs detached in the

@@ -124,7 +124,11 @@ func (d *Driver) execCmd(ctx context.Context, st *instanceState, spec driver.Exe
 		full = argv
 	} else {
 		full = []string{d.nsenter, "--target", strconv.Itoa(st.Pid), "--mount", "--uts", "--ipc", "--net", "--pid", "--root", "--wdns=" + wd}
-		if uid != 0 || gid != 0 {
+		switch {
+		case os.Geteuid() != 0:
+			// Unprivileged bwrap made a user namespace: enter it as ourselves.
+			full = append(full, "--user", "--preserve-credentials")
+		case uid != 0 || gid != 0:
 			full = append(full, "--setuid", strconv.Itoa(uid), "--setgid", strconv.Itoa(gid))
 		}
 		full = append(append(full, "--"), argv...)
@@ -148,6 +152,9 @@ func (d *Driver) execCmd(ctx context.Context, st *instanceState, spec driver.Exe
 func (d *Driver) execUser(st *instanceState, spec string) (int, int, error) {
 	if spec == "" {
 		return st.UID, st.GID, nil
+	}
+	if os.Geteuid() != 0 {
+		return 0, 0, fmt.Errorf("user %q: only root can run commands as another user: %w", spec, driver.ErrUnsupported)
 	}
 	etc := "/etc"
 	if st.Lower != "" {

@@ -21,6 +21,9 @@ import (
 
 func TestFilesEverywhere(t *testing.T) {
 	d := openTest(t, driver.IsolationBwrap)
+	if !d.overlay {
+		t.Skip("no overlayfs (rootless): the rootfs is read-only")
+	}
 	ctx := context.Background()
 	spec := testSpec("files")
 	spec.Running = false
@@ -297,6 +300,9 @@ func TestListInstances(t *testing.T) {
 
 func TestUserSandbox(t *testing.T) {
 	d := openTest(t, driver.IsolationBwrap)
+	if os.Geteuid() != 0 {
+		t.Skip("rootless: sandboxes run as the caller")
+	}
 	spec := testSpec("user")
 	spec.User = "user"
 	spec.Files = []driver.File{{Path: "/workspace/mine.txt", Content: []byte("x")}}

@@ -85,6 +85,9 @@ func (d *Driver) newState(spec driver.InstanceSpec) (*instanceState, error) {
 	if err != nil {
 		return nil, err
 	}
+	if (uid != 0 || gid != 0) && os.Geteuid() != 0 {
+		return nil, fmt.Errorf("user %q: only a provider running as root can start a sandbox as another user: %w", spec.User, driver.ErrUnsupported)
+	}
 	now := time.Now().UTC()
 	st := &instanceState{Isolation: d.isolation, ImageID: id, Lower: lower, UID: uid, GID: gid, CreatedAt: now}
 	if spec.Lifetime > 0 {

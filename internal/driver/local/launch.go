@@ -162,8 +162,11 @@ func (d *Driver) launchBwrap(ctx context.Context, st *instanceState, agentPath s
 		blockR.Close()
 		return err
 	}
-	argv := append([]string{d.bwrap}, d.bwrapArgs(st)...)
-	argv = append(argv, "--ro-bind", agentPath, agent.PathInInstance, "--")
+	if err := d.writeEtcFiles(st); err != nil {
+		return err
+	}
+	argv := append([]string{d.bwrap}, d.bwrapArgs(st, agentPath)...)
+	argv = append(argv, "--")
 	argv = append(argv, agent.InitAsUser(agent.InitCommand(st.ExpiresAt, st.Spec.Command), st.UID, st.GID)...)
 	cmd := d.wrapperCmd(bwrapScript, st, argv, logf)
 	if d.overlay {
@@ -281,7 +284,7 @@ func (d *Driver) overlayOptions(st *instanceState) string {
 // bwrapArgs builds the namespaces, mounts, environment and credentials of
 // an instance. Exec does not repeat them: it enters the namespaces of the
 // running sandbox with nsenter.
-func (d *Driver) bwrapArgs(st *instanceState) []string {
+func (d *Driver) bwrapArgs(st *instanceState, agentPath string) []string {
 	s := st.Spec
 	a := []string{"--info-fd", strconv.Itoa(fdInfo), "--json-status-fd", strconv.Itoa(fdStatus), "--block-fd", strconv.Itoa(fdBlock),
 		"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--hostname", s.Name,
@@ -289,12 +292,19 @@ func (d *Driver) bwrapArgs(st *instanceState) []string {
 	if s.Network != driver.NetworkBridge {
 		a = append(a, "--unshare-net")
 	}
+	if os.Geteuid() != 0 {
+		// Rootless: bwrap needs a user namespace. Being root in it (the
+		// caller's uid outside) keeps it to one user namespace, which
+		// nsenter can then enter with the others.
+		a = append(a, "--unshare-user", "--uid", "0", "--gid", "0")
+	}
 	a = append(a, capabilityArgs(s.Security)...)
 	a = append(a, d.rootArgs(st)...)
 	a = append(a, "--proc", "/proc", "--dev", "/dev")
-	if !d.overlay {
+	if !d.overlay || s.Security.ReadOnlyRootfs {
 		a = append(a, "--tmpfs", "/tmp")
 	}
+	a = append(a, d.etcBinds(st)...)
 	wd := workdirOf(s)
 	if wd != "/" {
 		a = append(a, "--bind", filepath.Join(d.instanceDir(s.Name), workspace), wd)
@@ -307,11 +317,60 @@ func (d *Driver) bwrapArgs(st *instanceState) []string {
 		a = append(a, flag, d.volumeData(m.Volume), m.Target)
 	}
 	a = append(a, d.cgroupBinds(st)...)
+	a = append(a, "--ro-bind", agentPath, agent.PathInInstance)
+	if s.Security.ReadOnlyRootfs {
+		// Last: bwrap must create its mount points first. Only / turns
+		// read-only; the workspace, volumes and /tmp stay writable.
+		a = append(a, "--remount-ro", "/")
+	}
 	for _, kv := range d.instanceEnv(st) {
 		k, v, _ := strings.Cut(kv, "=")
 		a = append(a, "--setenv", k, v)
 	}
 	return append(a, "--chdir", wd)
+}
+
+// etcBinds gives an image sandbox what Docker gives a container: its own
+// /etc/hosts and /etc/hostname, and the host's resolver configuration when
+// it shares the host network. The host image already shows the host's /etc;
+// without the overlay, /etc is read-only and mount points cannot be made.
+func (d *Driver) etcBinds(st *instanceState) []string {
+	if !d.overlay || st.Lower == "" {
+		return nil
+	}
+	dir := d.instanceDir(st.Spec.Name)
+	a := []string{"--bind", filepath.Join(dir, "hosts"), "/etc/hosts", "--bind", filepath.Join(dir, "hostname"), "/etc/hostname"}
+	if _, err := os.Stat("/etc/resolv.conf"); err == nil && st.Spec.Network == driver.NetworkBridge {
+		a = append(a, "--ro-bind", "/etc/resolv.conf", "/etc/resolv.conf")
+	}
+	return a
+}
+
+// writeEtcFiles creates the files etcBinds binds, once (the sandbox may
+// change them).
+func (d *Driver) writeEtcFiles(st *instanceState) error {
+	dir := d.instanceDir(st.Spec.Name)
+	files := map[string]string{
+		"hosts":    "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\t" + st.Spec.Name + "\n",
+		"hostname": st.Spec.Name + "\n",
+	}
+	for name, content := range files {
+		f, err := os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if os.IsExist(err) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		_, err = f.WriteString(content)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // rootArgs mounts the root file system: the overlay (writable, private to
@@ -321,8 +380,6 @@ func (d *Driver) bwrapArgs(st *instanceState) []string {
 func (d *Driver) rootArgs(st *instanceState) []string {
 	var a []string
 	switch {
-	case d.overlay && st.Spec.Security.ReadOnlyRootfs:
-		a = append(a, "--ro-bind", filepath.Join(d.instanceDir(st.Spec.Name), mergedDir), "/")
 	case d.overlay:
 		a = append(a, "--bind", filepath.Join(d.instanceDir(st.Spec.Name), mergedDir), "/")
 	case st.Lower != "":

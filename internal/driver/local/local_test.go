@@ -90,3 +90,16 @@ func TestHostImage(t *testing.T) {
 		t.Errorf("host image: %q", got)
 	}
 }
+
+// TestReadOnlyRootfsAndEtc: a read-only root keeps the workspace and /tmp
+// writable; /etc/hosts and /etc/hostname are the instance's.
+func TestReadOnlyRootfsAndEtc(t *testing.T) {
+	d := openTest(t, driver.IsolationBwrap)
+	spec := testSpec("rofs")
+	spec.Security.ReadOnlyRootfs = true
+	mustCreate(t, d, spec)
+	got := sh(t, d, "rofs", "touch /nope 2>/dev/null || echo ro; touch /workspace/a /tmp/b && echo rw; cat /etc/hostname; grep -c rofs /etc/hosts")
+	if got != "ro\nrw\nrofs\n1\n" {
+		t.Errorf("read-only root: %q", got)
+	}
+}
