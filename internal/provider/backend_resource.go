@@ -67,7 +67,7 @@ func (r *backendResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	cfg, known, err := plan.unresolvedConfig()
+	cfg, known, err := plan.unresolvedConfig(ctx)
 	if err != nil {
 		resp.Diagnostics.AddError("Invalid Sandbox Backend Configuration", err.Error())
 		return
@@ -186,7 +186,7 @@ func (r *backendResource) Read(ctx context.Context, req resource.ReadRequest, re
 		return
 	}
 	if state.Handle.IsNull() { // just imported: resolve as a plan would
-		cfg, _, err := state.unresolvedConfig()
+		cfg, _, err := state.unresolvedConfig(ctx)
 		if err != nil {
 			resp.Diagnostics.AddError("Unable to Import Sandbox Backend", err.Error())
 			return
@@ -370,7 +370,7 @@ func backendID(cfg driver.Config) string {
 
 // unresolvedConfig builds the driver.Config the user wrote (no defaults).
 // known is false while any value it depends on is unknown.
-func (m *backendModel) unresolvedConfig() (cfg driver.Config, known bool, err error) {
+func (m *backendModel) unresolvedConfig(ctx context.Context) (cfg driver.Config, known bool, err error) {
 	if m.Name.IsUnknown() {
 		return cfg, false, nil
 	}
@@ -382,9 +382,12 @@ func (m *backendModel) unresolvedConfig() (cfg driver.Config, known bool, err er
 		if o.IsNull() {
 			continue
 		}
+		if !isFullyKnown(ctx, *o) {
+			return cfg, false, nil
+		}
 		inner, err := objectToRaw(*o)
 		if err != nil {
-			return cfg, false, nil // an unknown value inside the block
+			return cfg, false, err
 		}
 		raw["driver"], raw[d] = d, inner
 	}
@@ -392,6 +395,12 @@ func (m *backendModel) unresolvedConfig() (cfg driver.Config, known bool, err er
 		return cfg, false, fmt.Errorf("the backend configuration could not be read: %w", err)
 	}
 	return cfg, true, nil
+}
+
+// isFullyKnown reports whether v holds no unknown value at any depth.
+func isFullyKnown(ctx context.Context, v attr.Value) bool {
+	tv, err := v.ToTerraformValue(ctx)
+	return err == nil && tv.IsFullyKnown()
 }
 
 // unknownEngineAttributes marks what observe fills as unknown in a plan.

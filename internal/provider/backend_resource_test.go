@@ -65,6 +65,8 @@ func testAccBackendLifecycle(t *testing.T, c backendCase) {
 	c.precheck(t)
 	name, renamed := acctest.RandomName("tf-acc"), acctest.RandomName("tf-acc")
 	cfg, cfgRenamed := acctest.DriverConfig(c.driver, name), acctest.DriverConfig(c.driver, renamed)
+	acctest.SweepOnCleanup(t, cfg)
+	acctest.SweepOnCleanup(t, cfgRenamed)
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: acctest.ProtoV6ProviderFactories,
 		CheckDestroy:             acctest.ComposeChecks(acctest.CheckNoManagedObjects(cfg), acctest.CheckNoManagedObjects(cfgRenamed)),
@@ -147,6 +149,7 @@ func TestAccBackend_localDeletedOutside(t *testing.T) {
 func testAccBackendDeletedOutside(t *testing.T, drv string) {
 	name := acctest.RandomName("tf-acc")
 	cfg := acctest.DriverConfig(drv, name)
+	acctest.SweepOnCleanup(t, cfg)
 	if _, ok := acctest.OpenDriver(t, cfg).(interface {
 		ScopeExists(context.Context) (bool, error)
 	}); !ok {
@@ -260,6 +263,7 @@ func TestAccBackend_localUnknownAtPlan(t *testing.T) {
 	acctest.PreCheckLocal(t)
 	name := acctest.RandomName("tf-acc")
 	cfg := acctest.DriverConfig(driver.Local, name)
+	acctest.SweepOnCleanup(t, cfg)
 	config := fmt.Sprintf(`
 resource "terraform_data" "name" {
   input = %q

@@ -16,13 +16,13 @@ type enumValue struct {
 }
 
 var portStrategyValues = []enumValue{
-	{driver.PortStrategyLoopbackIP, "each sandbox gets its own 127.0.0.x address and keeps its port numbers (default for a local engine)"},
-	{driver.PortStrategyDynamic, "the engine picks free host ports (default for a remote engine)"},
+	{driver.PortStrategyLoopbackIP, "each sandbox gets its own 127.0.0.x address and keeps its port numbers"},
+	{driver.PortStrategyDynamic, "the engine picks free host ports"},
 }
 
 var isolationValues = []enumValue{
-	{driver.IsolationBwrap, "each sandbox runs in bubblewrap namespaces (default)"},
-	{driver.IsolationNone, "plain processes of the provider's user, with no isolation; planning it warns"},
+	{driver.IsolationBwrap, "each sandbox runs in its own bubblewrap namespaces"},
+	{driver.IsolationNone, "plain processes of the provider's user, not isolated; planning it warns"},
 }
 
 func enumStrings(vs []enumValue) []string {

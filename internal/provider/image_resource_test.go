@@ -68,6 +68,7 @@ func testAccImageLifecycle(t *testing.T, drv, source string, change func()) {
 	backend := acctest.RandomName("tf-acc")
 	image := backend + "/busybox:1"
 	cfg := acctest.DriverConfig(drv, backend)
+	acctest.SweepOnCleanup(t, cfg)
 	labels := `labels = { team = "acc" }`
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: acctest.ProtoV6ProviderFactories,

@@ -79,8 +79,8 @@ func (m initializerModel) inputs() []attr.Value {
 	return []attr.Value{m.Kind, m.Settings, m.SensitiveSettings, m.Files, m.Commands, m.Env, m.Service, m.OnDestroy}
 }
 
-// fullyKnown reports whether every value, however deeply nested, is known.
-func fullyKnown(ctx context.Context, vs ...attr.Value) bool {
+// valuesKnown reports whether every value, however deeply nested, is known.
+func valuesKnown(ctx context.Context, vs ...attr.Value) bool {
 	for _, v := range vs {
 		tv, err := v.ToTerraformValue(ctx)
 		if err != nil || !tv.IsFullyKnown() {
@@ -222,13 +222,21 @@ func nonEmptyStrings(ss []string) []string {
 
 // expandDiagnostic attaches an initplan validation error ("files[0].path:
 // ...") to the attribute it names.
+// Values of sensitive_settings are masked in the message.
 func expandDiagnostic(err error, sensitive types.Map) diag.Diagnostic {
 	const sum = "Invalid Sandbox Initializer"
-	at, ok := initplanErrorPath(err.Error(), sensitive)
-	if !ok {
-		return diag.NewErrorDiagnostic(sum, err.Error())
+	msg := err.Error()
+	at, ok := initplanErrorPath(msg, sensitive)
+	for k, v := range sensitive.Elements() {
+		if s, isStr := v.(types.String); isStr && s.ValueString() != "" {
+			msg = strings.ReplaceAll(msg, s.ValueString(), "(sensitive)")
+		}
+		msg = strings.ReplaceAll(msg, "settings."+k+":", "sensitive_settings."+k+":")
 	}
-	return diag.NewAttributeErrorDiagnostic(at, sum, err.Error())
+	if !ok {
+		return diag.NewErrorDiagnostic(sum, msg)
+	}
+	return diag.NewAttributeErrorDiagnostic(at, sum, msg)
 }
 
 // errPathSegment is one step of an initplan error path: a name and an

@@ -54,7 +54,7 @@ func (r *initializerResource) Configure(_ context.Context, req resource.Configur
 func (r *initializerResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
 	var m initializerModel
 	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() || !fullyKnown(ctx, m.inputs()...) {
+	if resp.Diagnostics.HasError() || !valuesKnown(ctx, m.inputs()...) {
 		return
 	}
 	if m.Kind.IsNull() {

@@ -54,6 +54,7 @@ func testAccVolumeLifecycle(t *testing.T, drv, backendUpdate string) {
 	backend := acctest.RandomName("tf-acc")
 	volume := "data"
 	cfg := acctest.DriverConfig(drv, backend)
+	acctest.SweepOnCleanup(t, cfg)
 	src := t.TempDir()
 	writeSeed := func(content string) {
 		if err := os.WriteFile(filepath.Join(src, "seed.txt"), []byte(content), 0o644); err != nil {

@@ -24,6 +24,21 @@ import (
 // needed: it is built from a one-file context, once per engine.
 const seedImage = "sandbox-seed:v1"
 
+// stateDir is where the agent's services keep logs and pid files
+// (initplan.StateDir). It must be writable even where /.sandbox is not: on a
+// read-only root filesystem, or under the read-only agent volume.
+const stateDir = "/.sandbox/run"
+
+// stateMount gives stateDir its own anonymous volume (removed with the
+// instance) when the place it would otherwise live is read-only.
+func (d *Driver) stateMount(readOnlyRootfs bool) (mount.Mount, bool) {
+	if d.ep.local && !readOnlyRootfs {
+		return mount.Mount{}, false
+	}
+	labels := driver.ObjectLabels(d.backend, nil, nil)
+	return mount.Mount{Type: mount.TypeVolume, Target: stateDir, VolumeOptions: &mount.VolumeOptions{Labels: labels}}, true
+}
+
 // labelAgentDigest marks a volume filled with the agent of that SHA-256.
 const labelAgentDigest = "sandbox.agent-sha256"
 
@@ -91,7 +106,8 @@ func (d *Driver) ensureAgentVolume(ctx context.Context, bin string) (string, err
 		return "", fmt.Errorf("read sandbox agent: %w", err)
 	}
 	sum := sha256.Sum256(data)
-	name := "sandbox-agent-" + hex.EncodeToString(sum[:6])
+	// v2: the volume also holds an empty run/ (the mount point of stateDir).
+	name := "sandbox-agent-v2-" + hex.EncodeToString(sum[:6])
 	cli, err := d.api()
 	if err != nil {
 		return "", err
@@ -113,7 +129,7 @@ func (d *Driver) ensureAgentVolume(ctx context.Context, bin string) (string, err
 		return "", err
 	}
 	var buf bytes.Buffer
-	if err := tarSingleFile(&buf, path.Base(agent.PathInInstance), data, 0o755); err != nil {
+	if err := tarAgentVolume(&buf, path.Base(agent.PathInInstance), data, path.Base(stateDir)); err != nil {
 		return "", err
 	}
 	if err := d.seedVolume(ctx, name, &buf); err != nil {

@@ -218,6 +218,12 @@ func TestReadOnlyRootfsWithAgent(t *testing.T) {
 	if got := mustExec(t, d, inst.ID, "sh", "-c", "touch /x 2>/dev/null || echo ro; id -u"); got != "ro\n1000\n" {
 		t.Fatalf("%q", got)
 	}
+	// The agent's state directory stays writable for services.
+	res, err := d.Exec(ctxT(t), inst.ID, driver.ExecSpec{Command: []string{"sh", "-c", "echo up"}, User: "0",
+		Detach: true, LogPath: "/.sandbox/run/svc.log"})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("service on a read-only rootfs: %+v %v", res, err)
+	}
 }
 
 func TestNameConflict(t *testing.T) {

@@ -62,7 +62,11 @@ func runMain(m *testing.M) int {
 	if !imageExists("sandbox-seed:v1") {
 		defer removeImage("sandbox-seed:v1")
 	}
-	defer removeUnusedAgentVolumes()
+	defer removeUnusedAgentVolumes("")
+	if os.Getenv("SANDBOX_ACC_TLS") != "" && os.Getenv("SANDBOX_TEST_TLS_SOCKET") != "" {
+		// The TLS engine exists for tests only: drop the driver's caches there.
+		defer removeDriverCaches(os.Getenv("SANDBOX_TEST_TLS_SOCKET"))
+	}
 	if fixture.err = buildBusybox(dir); fixture.err == nil {
 		defer removeImage(fixture.tag)
 	}
@@ -209,10 +213,15 @@ func removeImage(ref string) {
 	_, _ = cli.ImageRemove(ctx, ref, image.RemoveOptions{Force: true, PruneChildren: true})
 }
 
-// removeUnusedAgentVolumes removes the agent copies the SSH tests made on
-// this engine (the driver makes them again on demand); in use ones stay.
-func removeUnusedAgentVolumes() {
-	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+// removeUnusedAgentVolumes removes the agent copies remote tests made on the
+// engine at host ("" = the default); the driver makes them again on demand
+// and volumes in use stay.
+func removeUnusedAgentVolumes(host string) {
+	opts := []client.Opt{client.FromEnv, client.WithAPIVersionNegotiation()}
+	if host != "" {
+		opts = append(opts, client.WithHost(host))
+	}
+	cli, err := client.NewClientWithOpts(opts...)
 	if err != nil {
 		return
 	}
@@ -222,6 +231,17 @@ func removeUnusedAgentVolumes() {
 	for _, v := range vols.Volumes {
 		_ = cli.VolumeRemove(ctx, v.Name, false)
 	}
+}
+
+// removeDriverCaches removes the seed image and unused agent volumes.
+func removeDriverCaches(host string) {
+	removeUnusedAgentVolumes(host)
+	cli, err := client.NewClientWithOpts(client.WithHost(host), client.WithAPIVersionNegotiation())
+	if err != nil {
+		return
+	}
+	defer cli.Close()
+	_, _ = cli.ImageRemove(context.Background(), "sandbox-seed:v1", image.RemoveOptions{PruneChildren: true})
 }
 
 func imageExists(ref string) bool {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"path"
 	"sort"
 	"strconv"
 	"strings"
@@ -45,8 +46,9 @@ func (d *Driver) CreateInstance(ctx context.Context, spec driver.InstanceSpec) (
 		// ready): recreate it and try once more.
 		d.forgetScope()
 		inst, err = d.createOnce(ctx, spec)
-	case !d.ep.local && strings.Contains(err.Error(), agent.PathInInstance):
-		// The remote agent volume was removed since we filled it.
+	case !d.ep.local && strings.Contains(err.Error(), path.Dir(agent.PathInInstance)+"/"):
+		// The remote agent volume was removed since we filled it (the
+		// engine then mounts an empty one: no agent, no run/).
 		d.forgetAgentVolume()
 		inst, err = d.createOnce(ctx, spec)
 	}
@@ -275,6 +277,9 @@ func (d *Driver) planInit(ctx context.Context, p *createPlan, spec driver.Instan
 	am, agentErr := d.agentMount(ctx, ei.arch)
 	if agentErr == nil {
 		p.host.Mounts = append(p.host.Mounts, am)
+		if sm, ok := d.stateMount(spec.Security.ReadOnlyRootfs); ok {
+			p.host.Mounts = append(p.host.Mounts, sm)
+		}
 	}
 	if spec.Lifetime > 0 && agentErr != nil {
 		return fmt.Errorf("docker backend %q: instance %q: lifetime needs the sandbox agent: %v: %w", d.backend, spec.Name, agentErr, driver.ErrUnsupported)

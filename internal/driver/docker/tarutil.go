@@ -82,8 +82,23 @@ func tarDirEntry(w io.Writer, dir string) error {
 	return tw.Close()
 }
 
-func tarSingleFile(w io.Writer, name string, data []byte, mode fs.FileMode) error {
-	return tarFiles(w, map[string]tarEntry{name: {data: data, mode: mode}})
+// tarAgentVolume writes the agent file plus an empty directory, the mount
+// point of the writable state directory inside the read-only volume.
+func tarAgentVolume(w io.Writer, name string, data []byte, dir string) error {
+	tw := tar.NewWriter(w)
+	hdrs := []*tar.Header{
+		{Typeflag: tar.TypeDir, Name: dir + "/", Mode: 0o755, ModTime: epoch},
+		{Typeflag: tar.TypeReg, Name: name, Mode: 0o755, Size: int64(len(data)), ModTime: epoch},
+	}
+	for _, h := range hdrs {
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+	}
+	if _, err := tw.Write(data); err != nil {
+		return err
+	}
+	return tw.Close()
 }
 
 // tarInstanceFiles packs driver.Files for a copy to "/" of an instance.

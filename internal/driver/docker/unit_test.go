@@ -14,7 +14,14 @@ import (
 	"time"
 
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/initplan"
 )
+
+func TestStateDirMatchesInitplan(t *testing.T) {
+	if stateDir != initplan.StateDir {
+		t.Fatalf("stateDir %q, initplan.StateDir %q", stateDir, initplan.StateDir)
+	}
+}
 
 func TestParseEndpoint(t *testing.T) {
 	t.Setenv("DOCKER_HOST", "")

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strconv"
 	"syscall"
@@ -63,16 +64,21 @@ func (d *Driver) Exec(ctx context.Context, id string, spec driver.ExecSpec) (dri
 // Its pid goes to LogPath + ".pid".
 func (d *Driver) serviceArgv(st *instanceState, spec driver.ExecSpec) ([]string, error) {
 	log := spec.LogPath
+	base := "sandbox-service-" + strconv.FormatInt(time.Now().UnixNano(), 36) + ".log"
 	if log == "" {
-		log = "/tmp/sandbox-service-" + strconv.FormatInt(time.Now().UnixNano(), 36) + ".log"
+		log = "/tmp/" + base
 	}
 	wd := spec.Workdir
 	argv := agent.ServiceCommand(log, log+".pid", wd, spec.Command)
 	if d.isolation == driver.IsolationNone {
 		// Paths under the workdir are the workspace; others are the host's
-		// own, written by the service itself like any command would.
+		// own, written by the service itself like any command would. The
+		// default log stays in the instance directory, off the host's /tmp.
 		hostLog, err := d.hostPath(st, log)
-		if err != nil {
+		switch {
+		case spec.LogPath == "":
+			hostLog = filepath.Join(d.instanceDir(st.Spec.Name), base)
+		case err != nil:
 			hostLog = log
 		}
 		if wd != "" {
@@ -106,8 +112,8 @@ func (d *Driver) execCmd(ctx context.Context, st *instanceState, spec driver.Exe
 		env[k] = v
 	}
 	wd := spec.Workdir
-	if wd == "" {
-		wd = workdirOf(st.Spec)
+	if !path.IsAbs(wd) {
+		wd = path.Join(workdirOf(st.Spec), wd) // "" and relative: from the instance's workdir
 	}
 	var full []string
 	sys := &syscall.SysProcAttr{Setpgid: true}

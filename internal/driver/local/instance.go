@@ -359,12 +359,31 @@ func waitDead(st *instanceState, timeout time.Duration) bool {
 // it) or the wrapper's process group, then whatever is left in its cgroups.
 func (st *instanceState) kill() {
 	if st.alive() {
+		if st.Isolation == driver.IsolationNone && len(st.Cgroups) == 0 {
+			// No cgroup to find them by: the command has its own process
+			// group but is still in the wrapper's session.
+			killSession(st.Pid)
+		}
 		if st.Isolation == driver.IsolationNone {
 			_ = syscall.Kill(-st.Pid, syscall.SIGKILL) // setsid: pgid == pid
 		}
 		_ = st.signal(syscall.SIGKILL)
 	}
 	killCgroups(st.Cgroups)
+}
+
+// killSession SIGKILLs every process whose session is sid.
+func killSession(sid int) {
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == sid {
+			continue
+		}
+		if s, ok := procSession(pid); ok && s == sid {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
 }
 
 // UpdateInstance changes cgroup limits in place.

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/agent"
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
@@ -69,8 +70,35 @@ func Open(_ context.Context, cfg driver.Config) (driver.Driver, error) {
 		return nil, err
 	}
 	d.cg = detectCgroups()
-	d.overlay = d.isolation == driver.IsolationBwrap && os.Geteuid() == 0 && hasFilesystem("overlay")
+	d.overlay = d.isolation == driver.IsolationBwrap && os.Geteuid() == 0 && hasFilesystem("overlay") && canHoldUpper(abs) && !strings.ContainsAny(abs, ",:") && hasPrograms("unshare", "mount")
 	return d, nil
+}
+
+// hasPrograms reports whether every program is on PATH.
+func hasPrograms(names ...string) bool {
+	for _, n := range names {
+		if _, err := exec.LookPath(n); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// canHoldUpper reports whether dir's file system can hold an overlay upper
+// layer: overlayfs itself cannot (the provider running in a container).
+func canHoldUpper(dir string) bool {
+	const overlayMagic = 0x794c7630
+	for {
+		var fs syscall.Statfs_t
+		if err := syscall.Statfs(dir, &fs); err == nil {
+			return fs.Type != overlayMagic
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return false
+		}
+		dir = parent
+	}
 }
 
 // findTools resolves the programs the isolation mode needs, so a missing one

@@ -103,3 +103,58 @@ func TestReadOnlyRootfsAndEtc(t *testing.T) {
 		t.Errorf("read-only root: %q", got)
 	}
 }
+
+// TestTwoProviders: two drivers on the same root (as two provider
+// processes) stopping, starting and updating one instance at once leave a
+// consistent state.
+func TestTwoProviders(t *testing.T) {
+	d1 := openTest(t, driver.IsolationBwrap)
+	dr, err := Open(context.Background(), d1.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d2 := dr.(*Driver)
+	mustCreate(t, d1, testSpec("shared"))
+	errs := make(chan error, 40)
+	for i := 0; i < 10; i++ {
+		go func() { errs <- d1.StopInstance(context.Background(), "shared", time.Second) }()
+		go func() { errs <- d2.StartInstance(context.Background(), "shared") }()
+		go func() { errs <- d2.UpdateInstance(context.Background(), "shared", driver.Limits{PidsLimit: 100}) }()
+		go func() { _, err := d1.ListInstances(context.Background()); errs <- err }()
+	}
+	for i := 0; i < 40; i++ {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if err := d2.StartInstance(context.Background(), "shared"); err != nil {
+		t.Fatal(err)
+	}
+	st, err := d1.readState("shared")
+	if err != nil || st.Spec.PidsLimit != 100 || !st.alive() {
+		t.Fatalf("state after the race: %+v %v", st, err)
+	}
+	sh(t, d1, "shared", "true")
+	// Exactly one sandbox runs: the others were stopped, not leaked.
+	if n := len(cgroupPids(st.Cgroups)); d1.cg != nil && n > 6 {
+		t.Errorf("%d processes in the instance's cgroups: a sandbox leaked", n)
+	}
+}
+
+// TestWithoutOverlay: the fallback root (the image's top-level entries bound
+// read-only on a tmpfs) still runs commands, files and the workspace.
+func TestWithoutOverlay(t *testing.T) {
+	d := openTest(t, driver.IsolationBwrap)
+	d.overlay = false
+	spec := testSpec("flat")
+	spec.Files = []driver.File{{Path: "/workspace/a", Content: []byte("a")}, {Path: "/tmp/b", Content: []byte("b")}}
+	mustCreate(t, d, spec)
+	if got := sh(t, d, "flat", "cat a /tmp/b; touch /bin/x 2>/dev/null || echo ro"); got != "ab"+"ro\n" {
+		t.Errorf("without overlay: %q", got)
+	}
+	spec = testSpec("flat-bad")
+	spec.Files = []driver.File{{Path: "/etc/x", Content: []byte("x")}}
+	if _, err := d.CreateInstance(context.Background(), spec); err == nil {
+		t.Error("a file in the read-only rootfs was accepted")
+	}
+}

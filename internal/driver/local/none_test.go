@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -74,4 +75,46 @@ func TestNoneExpiry(t *testing.T) {
 	if code, ok := lastExit(d.instanceDir("short")); !ok || code != 124 {
 		t.Errorf("recorded exit %d %v, want 124", code, ok)
 	}
+}
+
+// TestNoneKillWithoutCgroups: with no cgroup to find them by, a stop that
+// must KILL still reaches the command through the wrapper's session.
+func TestNoneKillWithoutCgroups(t *testing.T) {
+	d := openTest(t, driver.IsolationNone)
+	d.cg = nil
+	spec := driver.InstanceSpec{Name: "stubborn", Running: true,
+		Command: []string{"sh", "-c", "trap '' TERM; sleep 3600 & wait; sleep 3600"}}
+	mustCreate(t, d, spec)
+	st, _ := d.readState("stubborn")
+	var members []int
+	waitFor(t, 5*time.Second, "the command's processes", func() bool {
+		members = sessionMembers(st.Pid)
+		return len(members) >= 3 // agent, sh, sleep
+	})
+	if err := d.StopInstance(context.Background(), "stubborn", 200*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "every process of the session to die", func() bool {
+		for _, pid := range members {
+			if _, ok := procStart(pid); ok {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+func sessionMembers(sid int) []int {
+	var out []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == sid {
+			continue
+		}
+		if s, ok := procSession(pid); ok && s == sid {
+			out = append(out, pid)
+		}
+	}
+	return out
 }

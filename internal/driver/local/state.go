@@ -172,6 +172,25 @@ func procStart(pid int) (uint64, bool) {
 	return start, err == nil
 }
 
+// procSession returns the session id of a process.
+func procSession(pid int) (int, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 4 { // state, ppid, pgrp, session
+		return 0, false
+	}
+	sid, err := strconv.Atoi(f[3])
+	return sid, err == nil
+}
+
 // alive reports whether the tracked process is still the one we started.
 func (st *instanceState) alive() bool {
 	start, ok := procStart(st.Pid)
