@@ -18,6 +18,7 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/client"
 
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
@@ -25,6 +26,7 @@ import (
 
 const (
 	dockerImage   = "sandbox-bench/busybox:latest"
+	seedImage     = "sandbox-seed:v1" // the provider's helper image on remote engines
 	labelBench    = "sandbox-bench.run" // on everything the engine side creates
 	labelRelated  = "sandbox-bench.unrelated"
 	envFile       = "/var/lib/sandbox-test/env.sh"
@@ -403,6 +405,34 @@ func remoteEnv() map[string]string {
 	return out
 }
 
+// dropAgentArtifacts removes, at the end, the agent volume and helper image
+// the provider leaves on a remote engine (it uploads the agent once per
+// engine and keeps it for every backend), if this run made them.
+func (b *bench) dropAgentArtifacts(ctx context.Context, cli *client.Client, where string) {
+	agentLabel := filters.NewArgs(filters.Arg("label", "sandbox.agent-sha256"))
+	before := map[string]bool{}
+	if l, err := cli.VolumeList(ctx, volume.ListOptions{Filters: agentLabel}); err == nil {
+		for _, v := range l.Volumes {
+			before[v.Name] = true
+		}
+	}
+	_, err := cli.ImageInspect(ctx, seedImage)
+	hadSeed := err == nil
+	b.onCleanup("agent volume and helper image on "+where, func(ctx context.Context) error {
+		if l, err := cli.VolumeList(ctx, volume.ListOptions{Filters: agentLabel}); err == nil {
+			for _, v := range l.Volumes {
+				if !before[v.Name] {
+					_ = cli.VolumeRemove(ctx, v.Name, false) // in use by someone else: keep
+				}
+			}
+		}
+		if !hadSeed {
+			_, _ = cli.ImageRemove(ctx, seedImage, image.RemoveOptions{})
+		}
+		return nil
+	})
+}
+
 // runSSH: the fleet of 50 over SSH to the same dockerd, beside the same
 // fleet over the local socket (measured in this run by runDocker).
 func runSSH(ctx context.Context, b *bench) error {
@@ -424,6 +454,7 @@ func runSSH(ctx context.Context, b *bench) error {
 		return err
 	}
 	b.sweepProviderDocker(cli, backend)
+	b.dropAgentArtifacts(ctx, cli, "the local dockerd")
 	f := &fleet{label: "docker/ssh", wd: wd}
 	for _, n := range b.sizes(50) {
 		m, err := b.measure(ctx, f, n)
@@ -435,10 +466,16 @@ func runSSH(ctx context.Context, b *bench) error {
 			v    []time.Duration
 		}{{"apply", m.apply}, {"re-plan", m.replan}, {"destroy", m.destroy}} {
 			r := row{backend: "docker/ssh", n: n, op: op.name, prov: median(op.v), goal: sshGoal}
+			switch op.name {
+			case "apply":
+				r.note = rssNote(m.rssApply)
+			case "destroy":
+				r.note = rssNote(m.rssDestroy)
+			}
 			if sock, ok := b.table.find("docker", n, op.name); ok {
 				r.eng, r.engWhat = sock, "socket provider"
 			} else {
-				r.note = "no socket row to compare (run with -backends docker,ssh)"
+				r.note = strings.TrimPrefix(r.note+"; no socket row to compare (run with -backends docker,ssh)", "; ")
 			}
 			if op.name == "re-plan" {
 				r.note = strings.TrimPrefix(r.note+"; empty: "+emptyNote(m.replanEmpty), "; ")
@@ -471,6 +508,7 @@ func runTLS(ctx context.Context, b *bench) error {
 		return err
 	}
 	b.sweepProviderDocker(cli, backend)
+	b.dropAgentArtifacts(ctx, cli, "the TLS dockerd")
 	f := &fleet{label: "docker/tls", wd: wd, eng: newDockerEngine(b, cli, backend)}
 	for _, n := range b.sizes(50) {
 		m, err := b.measure(ctx, f, n)

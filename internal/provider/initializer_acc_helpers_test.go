@@ -36,7 +36,9 @@ func eachInitBackend(t *testing.T, f func(t *testing.T, e accEnv)) {
 		t.Run(b.driver, func(t *testing.T) {
 			b.precheck(t)
 			acctest.AgentBinary(t)
-			f(t, accEnv{accBackend: b, name: acctest.RandomName("tf-acc"), source: b.fixture(t)})
+			name := acctest.RandomName("tf-acc")
+			acctest.SweepOnCleanup(t, acctest.DriverConfig(b.driver, name))
+			f(t, accEnv{accBackend: b, name: name, source: b.fixture(t)})
 		})
 	}
 }

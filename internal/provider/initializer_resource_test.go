@@ -187,7 +187,7 @@ func TestAccInitializer_readinessTimeout(t *testing.T) {
 			resource.TestStep{
 				Config:           e.initConfig("", initializer("test", `service = { command = ["sleep", "3602"] }`)),
 				ConfigPlanChecks: planExpects(initAddr, plancheck.ResourceActionDestroyBeforeCreate),
-				Check:            inInstance("stopped", `pgrep -f "sleep 359[9]" >/dev/null && echo running || echo stopped`),
+				Check:            inInstance("stopped", `ps | grep -q "sleep 359[9]" && echo running || echo stopped`),
 			},
 		)
 	})
@@ -204,7 +204,7 @@ func TestAccInitializer_onDestroy(t *testing.T) {
 		runInitTest(t, e,
 			resource.TestStep{
 				Config: e.initConfig("", initializer("test", body)),
-				Check:  inInstance("running", `pgrep -f "sleep 360[1]" >/dev/null && echo running || echo stopped`),
+				Check:  inInstance("running", `ps | grep -q "sleep 360[1]" && echo running || echo stopped`),
 			},
 			// Removing the initializer keeps the instance: on_destroy ran (its
 			// failure is only a warning) and the service was stopped.
@@ -212,7 +212,7 @@ func TestAccInitializer_onDestroy(t *testing.T) {
 				Config: e.initConfig("", ""),
 				Check: resource.ComposeAggregateTestCheckFunc(
 					inInstance("bye", "cat /srv/bye"),
-					inInstance("stopped", `pgrep -f "sleep 360[1]" >/dev/null && echo running || echo stopped`),
+					inInstance("stopped", `ps | grep -q "sleep 360[1]" && echo running || echo stopped`),
 				),
 			},
 		)

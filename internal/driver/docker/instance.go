@@ -217,6 +217,10 @@ func (d *Driver) planPorts(ctx context.Context, p *createPlan, spec driver.Insta
 		hostIP = "127.0.0.1"
 	}
 	if d.dc.PortStrategy == driver.PortStrategyLoopbackIP {
+		if !d.ep.local && !isLoopbackHost(d.ep.u.Hostname()) {
+			return fmt.Errorf("docker backend %q: instance %q: port_strategy %q publishes on 127.0.0.x of the engine host %s, which this machine cannot reach; use %q: %w",
+				d.backend, spec.Name, driver.PortStrategyLoopbackIP, d.ep.u.Hostname(), driver.PortStrategyDynamic, driver.ErrUnsupported)
+		}
 		ip, release, err := d.reserveLoopback(ctx)
 		if err != nil {
 			return err

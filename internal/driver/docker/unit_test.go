@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docker/docker/api/types/container"
+
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/initplan"
 )
@@ -209,5 +211,18 @@ func TestOpenRejectsUnknownPortStrategy(t *testing.T) {
 	_, err := Open(t.Context(), driver.Config{Name: "b", Docker: &driver.DockerConfig{Host: "unix:///x", PortStrategy: "random"}})
 	if !errors.Is(err, driver.ErrUnsupported) {
 		t.Errorf("err = %v", err)
+	}
+}
+
+func TestLoopbackIPRefusedOnRemoteEngine(t *testing.T) {
+	dr, err := Open(t.Context(), driver.Config{Name: "b", Docker: &driver.DockerConfig{Host: "ssh://u@gpu-1", PortStrategy: driver.PortStrategyLoopbackIP}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := dr.(*Driver)
+	p := &createPlan{cfg: &container.Config{Labels: map[string]string{}}, host: &container.HostConfig{}}
+	err = d.planPorts(t.Context(), p, driver.InstanceSpec{Name: "x", Ports: []driver.PortSpec{{Name: "http", Port: 80}}})
+	if !errors.Is(err, driver.ErrUnsupported) {
+		t.Fatalf("err = %v, want ErrUnsupported", err)
 	}
 }

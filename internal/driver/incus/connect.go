@@ -52,6 +52,11 @@ func socketPath(address string) string {
 // by default; we turn it back on so a burst of calls reuses connections
 // instead of dialing (and, remotely, handshaking) every time.
 func connect(ctx context.Context, cfg driver.IncusConfig) (incus.InstanceServer, error) {
+	// The client keeps this context for every later request, and the
+	// connection outlives the Terraform call that opened it: keep the
+	// values, drop the cancellation (else every call after the first RPC
+	// fails with "context canceled").
+	ctx = context.WithoutCancel(ctx)
 	remote, err := isRemote(cfg.Address)
 	if err != nil {
 		return nil, err

@@ -191,7 +191,8 @@ func TestPidsLimitEnforced(t *testing.T) {
 	// Start more sleepers than the limit allows: forks beyond it fail.
 	res, err := d.Exec(context.Background(), "pids", driver.ExecSpec{Command: []string{"sh", "-c", "for i in $(seq 40); do sleep 30 & done; wait"}})
 	if err != nil || res.ExitCode == 0 || !strings.Contains(string(res.Stderr), "fork") {
-		t.Errorf("40 forks under pids_limit 32: %+v %v", res, err)
+		log, _ := os.ReadFile(filepath.Join(d.instanceDir("pids"), logFile))
+		t.Errorf("40 forks under pids_limit 32: %+v %v; console %q", res, err, log)
 	}
 	st, _ := d.readState("pids")
 	if n := len(cgroupPids(st.Cgroups)); n == 0 || n > 32 {
