@@ -243,6 +243,11 @@ func TestAccInitializer_instanceReplaced(t *testing.T) {
 				ConfigPlanChecks: planExpects(initAddr, plancheck.ResourceActionDestroyBeforeCreate),
 				Check:            inInstance("ran", "cat /srv/ran"),
 			},
+			// A stopped sandbox keeps its initializer: a refresh changes nothing.
+			resource.TestStep{
+				Config:           e.initConfig("env = { REPLACED = \"1\" }\n  running = false", init),
+				ConfigPlanChecks: planExpects(initAddr, plancheck.ResourceActionNoop),
+			},
 		)
 	})
 }
