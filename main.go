@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 
@@ -42,6 +43,9 @@ func main() {
 		fmt.Printf("terraform-provider-sandbox %s (commit %s)\n", version, commit)
 		return
 	}
+	if !debug {
+		quietSDKLogs()
+	}
 
 	err := providerserver.Serve(context.Background(), provider.New(version), providerserver.ServeOpts{
 		Address:         registryAddress,
@@ -50,5 +54,21 @@ func main() {
 	})
 	if err != nil {
 		log.Fatal(err.Error())
+	}
+}
+
+// quietSDKLogs switches the plugin SDK's loggers off when Terraform is not
+// logging (no TF_LOG* variable reaches the plugin). They default to TRACE:
+// every RPC then formats JSON log lines that Terraform reads from the pipe
+// and discards, about a third of the CPU of a 50-instance re-plan (measured
+// by `make bench`). With any TF_LOG* set, nothing changes.
+func quietSDKLogs() {
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "TF_LOG") || strings.HasPrefix(kv, "TF_ACC_LOG") {
+			return
+		}
+	}
+	for _, k := range []string{"TF_LOG_SDK", "TF_LOG_SDK_PROTO", "TF_LOG_SDK_FRAMEWORK", "TF_LOG_PROVIDER"} {
+		_ = os.Setenv(k, "OFF")
 	}
 }

@@ -26,7 +26,7 @@ import (
 
 const (
 	dockerImage   = "sandbox-bench/busybox:latest"
-	seedImage     = "sandbox-seed:v1" // the provider's helper image on remote engines
+	seedImage     = "sandbox-seed:v1"   // the provider's helper image on remote engines
 	labelBench    = "sandbox-bench.run" // on everything the engine side creates
 	labelRelated  = "sandbox-bench.unrelated"
 	envFile       = "/var/lib/sandbox-test/env.sh"
@@ -39,6 +39,9 @@ const (
 )
 
 func (b *bench) sizes(full ...int) []int {
+	if len(b.o.sizes) > 0 {
+		return b.o.sizes
+	}
 	if b.o.quick {
 		return []int{3, 5}[:min(len(full), 2)]
 	}
@@ -365,6 +368,9 @@ func runDocker(ctx context.Context, b *bench) error {
 			return err
 		}
 	}
+	if err := b.floor(ctx, f); err != nil {
+		return err
+	}
 	for _, n := range sizes {
 		m, err := b.measure(ctx, f, n)
 		if err != nil {
@@ -456,6 +462,9 @@ func runSSH(ctx context.Context, b *bench) error {
 	b.sweepProviderDocker(cli, backend)
 	b.dropAgentArtifacts(ctx, cli, "the local dockerd")
 	f := &fleet{label: "docker/ssh", wd: wd}
+	if err := b.warmUp(ctx, f); err != nil {
+		return err
+	}
 	for _, n := range b.sizes(50) {
 		m, err := b.measure(ctx, f, n)
 		if err != nil {
@@ -510,6 +519,9 @@ func runTLS(ctx context.Context, b *bench) error {
 	b.sweepProviderDocker(cli, backend)
 	b.dropAgentArtifacts(ctx, cli, "the TLS dockerd")
 	f := &fleet{label: "docker/tls", wd: wd, eng: newDockerEngine(b, cli, backend)}
+	if err := b.warmUp(ctx, f); err != nil {
+		return err
+	}
 	for _, n := range b.sizes(50) {
 		m, err := b.measure(ctx, f, n)
 		if err != nil {

@@ -125,6 +125,58 @@ func (b *bench) measure(ctx context.Context, f *fleet, n int) (*measurement, err
 	return m, nil
 }
 
+// floor re-plans the backend alone (no instances): terraform's start, the
+// plugin's start and the backend's own refresh, which every command pays.
+func (b *bench) floor(ctx context.Context, f *fleet) error {
+	logf("%s: floor (re-plan of the backend alone)", f.label)
+	r, err := f.wd.run(ctx, "apply", 0, "-auto-approve")
+	if err == nil {
+		err = r.must("apply")
+	}
+	if err != nil {
+		return err
+	}
+	var walls []time.Duration
+	for rep := 0; rep < b.o.repeat; rep++ {
+		r, err = f.wd.run(ctx, "plan", 0, "-detailed-exitcode")
+		if err != nil {
+			return err
+		}
+		if r.exitCode != 0 && r.exitCode != 2 {
+			return r.must("plan")
+		}
+		walls = append(walls, r.wall)
+	}
+	b.table.add(row{backend: f.label, n: 0, op: "re-plan (floor)", prov: median(walls),
+		note: "backend only: terraform + plugin start + backend refresh"})
+	r, err = f.wd.run(ctx, "destroy", 0, "-auto-approve")
+	if err == nil {
+		err = r.must("destroy")
+	}
+	return err
+}
+
+// warmUp applies and destroys one instance on a remote engine, so the
+// one-time agent upload (a volume per engine and provider build, kept for
+// later backends) is reported on its own row instead of inside the fleet.
+func (b *bench) warmUp(ctx context.Context, f *fleet) error {
+	logf("%s: first instance on the engine (uploads the agent)", f.label)
+	r, err := f.wd.run(ctx, "apply", 1, "-auto-approve")
+	if err == nil {
+		err = r.must("apply")
+	}
+	if err != nil {
+		return err
+	}
+	b.table.add(row{backend: f.label, n: 1, op: "apply (cold engine)", prov: r.wall,
+		note: "once per engine and provider build: agent upload; " + rssNote(r.peakRSS)})
+	r, err = f.wd.run(ctx, "destroy", 1, "-auto-approve")
+	if err == nil {
+		err = r.must("destroy")
+	}
+	return err
+}
+
 // planSummary keeps the lines of a plan that say what would change.
 func planSummary(out string) string {
 	var keep []string

@@ -28,19 +28,7 @@ func runIncus(ctx context.Context, b *bench) error {
 		return skipf("no image alias %q in the default project (scripts/setup-incus.sh): %v", incusImage, err)
 	}
 	backend := "bench-" + b.runID
-	hcl := fmt.Sprintf(`resource "sandbox_backend" "b" {
-  name  = %q
-  incus = { project = "default" }
-}
-
-resource "sandbox_instance" "w" {
-  count   = var.n
-  backend = sandbox_backend.b.handle
-  image   = %q
-  name    = "w${count.index}"
-}
-`, backend, incusImage)
-	wd, err := b.newWorkdir("incus", hcl)
+	wd, err := b.newWorkdir("incus", incusHCL(backend, `{ project = "default" }`))
 	if err != nil {
 		return err
 	}
@@ -48,6 +36,9 @@ resource "sandbox_instance" "w" {
 	e := &incusEngine{c: c, par: b.o.parallelism, prov: prefix + "w0", prefix: backend + "-eng-"}
 	b.onCleanup("incus instances "+prefix+"*", func(ctx context.Context) error { return incusSweep(ctx, c, prefix, b.o.parallelism) })
 	f := &fleet{label: "incus", wd: wd, eng: e}
+	if err := b.floor(ctx, f); err != nil {
+		return err
+	}
 	for _, n := range b.sizes(10, 30) {
 		m, err := b.measure(ctx, f, n)
 		if err != nil {
@@ -56,6 +47,22 @@ resource "sandbox_instance" "w" {
 		b.addRows("incus", n, m, incusGoal, incusGoal)
 	}
 	return nil
+}
+
+// incusHCL is the configuration of an Incus fleet; attrs is the incus object.
+func incusHCL(backend, attrs string) string {
+	return fmt.Sprintf(`resource "sandbox_backend" "b" {
+  name  = %q
+  incus = %s
+}
+
+resource "sandbox_instance" "w" {
+  count   = var.n
+  backend = sandbox_backend.b.handle
+  image   = %q
+  name    = "w${count.index}"
+}
+`, backend, attrs, incusImage)
 }
 
 type incusEngine struct {

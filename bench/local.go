@@ -56,11 +56,14 @@ resource "sandbox_instance" "w" {
 	if err != nil {
 		return err
 	}
-	e := &localEngine{par: b.o.parallelism, root: root, backendDir: filepath.Join(root, backend), tarball: tarball}
+	e := &localEngine{par: b.o.parallelism, verbose: b.o.verbose, root: root, backendDir: filepath.Join(root, backend), tarball: tarball}
 	// Last resort after a failure: no process may keep running from root.
 	b.onCleanup("processes under "+root, func(context.Context) error { killUnder(root); return nil })
 	b.onCleanup("engine-side sandboxes", e.sweep)
 	f := &fleet{label: "local", wd: wd, eng: e}
+	if err := b.floor(ctx, f); err != nil {
+		return err
+	}
 	for _, n := range b.sizes(10, 50) {
 		m, err := b.measure(ctx, f, n)
 		if err != nil {
@@ -144,6 +147,7 @@ func writeBusyboxRootfs(path string) error {
 // child pid; remove kills the sandbox and deletes the cgroups and files.
 type localEngine struct {
 	par        int
+	verbose    bool
 	root       string
 	backendDir string
 	tarball    string
@@ -230,6 +234,9 @@ func (e *localEngine) capture(_ context.Context) error {
 		}
 	}
 	e.procs = map[int]*localProc{}
+	if e.verbose {
+		logf("local: captured from pid %d: argv %q env %q dirs %q files %d cgroups %q", pid, argv, e.env, e.dirs, len(e.files), e.cgroups)
+	}
 	return nil
 }
 

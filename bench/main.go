@@ -33,12 +33,20 @@ type options struct {
 	quick       bool
 	keep        bool
 	verbose     bool
+	trace       int
+	sizes       []int
+	traceKinds  []string
 }
 
 func main() {
 	var o options
-	backends := flag.String("backends", "docker,local,ssh,tls,incus",
-		"backends to measure (docker, local, ssh, tls, incus); ones whose engine does not answer are reported as skipped")
+	defBackends := "docker,local,ssh,tls,incus"
+	if v, ok := os.LookupEnv("BENCH_BACKENDS"); ok {
+		defBackends = v
+	}
+	defTrace, _ := strconv.Atoi(os.Getenv("BENCH_TRACE"))
+	backends := flag.String("backends", defBackends,
+		"backends to measure (docker, local, ssh, tls, incus; default $BENCH_BACKENDS); ones whose engine does not answer are reported as not measured")
 	defRepeat := 1
 	if v, err := strconv.Atoi(os.Getenv("BENCH_REPEAT")); err == nil && v > 0 {
 		defRepeat = v
@@ -48,11 +56,21 @@ func main() {
 	flag.IntVar(&o.unrelated, "unrelated", 600, "unrelated containers on the host for the Docker re-plan row (0: skip)")
 	flag.BoolVar(&o.quick, "quick", os.Getenv("BENCH_QUICK") != "", "small fleets (3 and 5) to check the harness ($BENCH_QUICK)")
 	flag.BoolVar(&o.keep, "keep-going", true, "continue with the next backend after a failure")
+	flag.IntVar(&o.trace, "trace", defTrace, "also run a Docker fleet of this size through a counting API proxy and print the calls per command (default $BENCH_TRACE)")
+	traceKinds := flag.String("trace-engines", "docker,incus", "engines -trace runs against")
+	sizes := flag.String("sizes", os.Getenv("BENCH_SIZES"), "fleet sizes for every backend, e.g. 10,50 (default: 10,50; Incus 10,30; SSH and TLS 50; $BENCH_SIZES)")
 	flag.BoolVar(&o.verbose, "v", os.Getenv("BENCH_VERBOSE") != "", "log every command ($BENCH_VERBOSE)")
 	flag.Parse()
 	for _, b := range strings.Split(*backends, ",") {
 		if b = strings.TrimSpace(b); b != "" {
 			o.backends = append(o.backends, b)
+		}
+	}
+
+	o.traceKinds = strings.Split(*traceKinds, ",")
+	for _, f := range strings.Split(*sizes, ",") {
+		if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && n > 0 {
+			o.sizes = append(o.sizes, n)
 		}
 	}
 
@@ -102,6 +120,14 @@ func run(ctx context.Context, o options) int {
 		}
 	}
 	b.table.print(os.Stdout, b)
+	for _, kind := range []string{"docker", "incus"} {
+		if o.trace <= 0 || ctx.Err() != nil || !contains(o.traceKinds, kind) {
+			continue
+		}
+		if err := traceFleet(ctx, b, kind, o.trace, os.Stdout); err != nil {
+			logf("trace %s: %v", kind, err)
+		}
+	}
 	if ctx.Err() != nil {
 		logf("interrupted")
 		return 130
@@ -126,6 +152,15 @@ var scenarios = map[string]func(context.Context, *bench) error{
 	"tls":    runTLS,
 	"local":  runLocal,
 	"incus":  runIncus,
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if strings.TrimSpace(v) == s {
+			return true
+		}
+	}
+	return false
 }
 
 func logf(format string, a ...any) {

@@ -27,6 +27,10 @@ die() { printf '[fixtures] ERROR: %s\n' "$*" >&2; exit 1; }
 now_ms() { date +%s%3N; }
 
 mkdir -p "$DIR"
+# One builder at a time (tests and set-up may run this concurrently); the
+# second one then finds the cache current.
+exec 9>"$DIR/.lock"
+flock 9
 TMPS=()
 trap 'rm -rf "${TMPS[@]}"' EXIT
 what=${*:-debian}

@@ -4,7 +4,7 @@
 # daemons that already run are left alone.
 #
 # Usage: scripts/setup-engines.sh [ENGINE...]
-#   ENGINE: docker | local | incus | ssh | tls | fixtures
+#   ENGINE: docker | local | incus | ssh | tls | podman | fixtures
 # Engines come from the arguments, else from $ENGINES ("docker local ..."),
 # else from the acceptance gates that are set (SANDBOX_ACC_DOCKER=1 -> docker,
 # ...), else "docker local".
@@ -51,12 +51,13 @@ else
 	gate "${SANDBOX_ACC_INCUS:-}" && engines+=" incus"
 	gate "${SANDBOX_ACC_SSH:-}" && engines+=" ssh"
 	gate "${SANDBOX_ACC_TLS:-}" && engines+=" tls"
+	gate "${SANDBOX_ACC_PODMAN:-}" && engines+=" podman"
 	[ -n "$engines" ] || engines="docker local"
 fi
 
 want() { case " $engines " in *" $1 "*) return 0 ;; *) return 1 ;; esac }
 for e in $engines; do
-	case "$e" in docker | local | incus | ssh | tls | fixtures) ;; *) die "unknown engine '$e' (docker local incus ssh tls fixtures)" ;; esac
+	case "$e" in docker | local | incus | ssh | tls | podman | fixtures) ;; *) die "unknown engine '$e' (docker local incus ssh tls podman fixtures)" ;; esac
 done
 # SSH and TLS backends are Docker reached another way.
 { want ssh || want tls || want fixtures; } && ! want docker && engines="docker $engines"
@@ -213,5 +214,6 @@ want local && step "bubblewrap" check_bwrap
 want incus && step "incusd" setup_incus
 want ssh && step "sshd (setup-sshd.sh)" run_owned setup-sshd.sh "the SSH test host"
 want tls && step "dockerd TLS (setup-docker-tls.sh)" run_owned setup-docker-tls.sh "the TLS Docker daemon"
+want podman && step "podman (setup-podman.sh)" run_owned setup-podman.sh "the Podman API service"
 want fixtures && step "fixtures (fixtures.sh)" bash "$SCRIPTS_DIR/fixtures.sh"
 printf '[setup] %-34s %6d ms\n' "total" "$(($(now_ms) - total_start))" >&2

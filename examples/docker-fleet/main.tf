@@ -91,9 +91,22 @@ resource "sandbox_instance" "worker" {
   ]
 }
 
-# Wait until each server answers inside its sandbox.
+# Wait until each server answers inside its sandbox (commands run in order and
+# fail the apply with their exit code and stderr).
 resource "sandbox_initializer" "ready" {
   for_each = sandbox_instance.worker
   instance = each.value.handle
-  commands = [["python3", "-c", "import urllib.request as u; print(u.urlopen('http://127.0.0.1:8080/whoami.txt', timeout=5).read().decode())"]]
+  commands = [[
+    "python3", "-c", <<-EOT
+      import time, urllib.request
+      for _ in range(100):
+          try:
+              print(urllib.request.urlopen("http://127.0.0.1:8080/whoami.txt", timeout=2).read().decode().strip())
+              break
+          except OSError:
+              time.sleep(0.1)
+      else:
+          raise SystemExit("the server did not answer")
+    EOT
+  ]]
 }

@@ -6,3 +6,8 @@ output "endpoints" {
 output "status" {
   value = { for k, w in sandbox_instance.worker : k => w.status }
 }
+
+output "answers" {
+  description = "What each server answered from inside its sandbox."
+  value       = { for k, i in sandbox_initializer.ready : k => trimspace(i.results[0].stdout) }
+}

@@ -29,7 +29,7 @@ func CheckNoManagedObjects(cfg driver.Config) resource.TestCheckFunc {
 		if !exists {
 			return nil // no scope, nothing in it
 		}
-		d, err := driver.Open(context.Background(), cfg)
+		d, err := driver.Open(context.Background(), DirectConfig(cfg))
 		if err != nil {
 			return err
 		}
@@ -63,7 +63,7 @@ func CheckVolumeGone(cfg driver.Config, name string) resource.TestCheckFunc {
 
 func checkGone(cfg driver.Config, kind, name string, inspect func(context.Context, driver.Driver) error) resource.TestCheckFunc {
 	return func(*terraform.State) error {
-		d, err := driver.Open(context.Background(), cfg)
+		d, err := driver.Open(context.Background(), DirectConfig(cfg))
 		if err != nil {
 			return err
 		}
@@ -95,7 +95,7 @@ func ComposeChecks(checks ...resource.TestCheckFunc) resource.TestCheckFunc {
 func ScopeExists(cfg driver.Config) (bool, error) {
 	switch cfg.Driver {
 	case driver.Docker:
-		return cliExists("docker", "network", "inspect", "sandbox-"+cfg.Name)
+		return cliExists("docker", append(dockerCLI(cfg), "network", "inspect", "sandbox-"+cfg.Name)...)
 	case driver.Local:
 		_, err := os.Stat(filepath.Join(cfg.Local.Root, cfg.Name))
 		if errors.Is(err, os.ErrNotExist) {
@@ -128,7 +128,7 @@ func DeleteScopeOutside(t *testing.T, cfg driver.Config) {
 	switch cfg.Driver {
 	case driver.Docker:
 		var out []byte
-		if out, err = exec.Command("docker", "network", "rm", "sandbox-"+cfg.Name).CombinedOutput(); err != nil {
+		if out, err = exec.Command("docker", append(dockerCLI(cfg), "network", "rm", "sandbox-"+cfg.Name)...).CombinedOutput(); err != nil {
 			err = fmt.Errorf("%v: %s", err, out)
 		}
 	case driver.Local:

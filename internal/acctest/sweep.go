@@ -27,11 +27,12 @@ func sweep(t *testing.T, cfg driver.Config) {
 	switch cfg.Driver {
 	case driver.Docker:
 		label := "label=" + driver.LabelBackend + "=" + cfg.Name
-		remove(t, fields("docker", "ps", "-aq", "--filter", label), "docker", "rm", "-f")
-		remove(t, fields("docker", "volume", "ls", "-q", "--filter", label), "docker", "volume", "rm", "-f")
-		remove(t, fields("docker", "images", "-q", "--filter", label), "docker", "rmi", "-f")
+		docker := func(args ...string) []string { return append(append([]string{"docker"}, dockerCLI(cfg)...), args...) }
+		remove(t, fields(docker("ps", "-aq", "--filter", label)...), docker("rm", "-f")...)
+		remove(t, fields(docker("volume", "ls", "-q", "--filter", label)...), docker("volume", "rm", "-f")...)
+		remove(t, fields(docker("images", "-q", "--filter", label)...), docker("rmi", "-f")...)
 		if ok, _ := ScopeExists(cfg); ok {
-			remove(t, []string{"sandbox-" + cfg.Name}, "docker", "network", "rm")
+			remove(t, []string{"sandbox-" + cfg.Name}, docker("network", "rm")...)
 		}
 	case driver.Incus:
 		p := "--project=" + cfg.Incus.Project
@@ -50,9 +51,9 @@ func sweep(t *testing.T, cfg driver.Config) {
 	}
 }
 
-// fields runs a listing command and returns the words of its output.
-func fields(name string, args ...string) []string {
-	out, _ := exec.Command(name, args...).Output()
+// fields runs a listing command (argv) and returns the words of its output.
+func fields(argv ...string) []string {
+	out, _ := exec.Command(argv[0], argv[1:]...).Output()
 	return strings.Fields(string(out))
 }
 

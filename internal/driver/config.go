@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/sshconn"
 )
 
 // Driver names, as written in sandbox_backend and recorded in handles.
@@ -63,6 +65,23 @@ type DockerConfig struct {
 	AdvertiseHost       string `json:"advertise_host,omitempty"`
 	PortStrategy        string `json:"port_strategy,omitempty"`
 	Internal            bool   `json:"internal,omitempty"`
+}
+
+// SSHConfig is the SSH connection of an ssh:// host: the same one for the
+// driver and for the provider's plan-time host key lookup, so both share one
+// pooled connection.
+func (c DockerConfig) SSHConfig(sec Secrets) (sshconn.Config, error) {
+	sc, err := sshconn.ParseURL(c.Host)
+	if err != nil {
+		return sshconn.Config{}, err
+	}
+	sc.KeyFile = c.SSHKeyFile
+	sc.KeyPassphraseEnv = c.SSHKeyPassphraseEnv
+	sc.KnownHostsFile = c.KnownHostsFile
+	sc.HostKeyFingerprint = c.HostKeyFingerprint
+	sc.JumpHost = c.SSHJumpHost
+	sc.PrivateKeyPEM = sec.SSHPrivateKey
+	return sc, nil
 }
 
 // IncusConfig reaches an Incus server.

@@ -52,3 +52,10 @@ type Driver interface {
 // Factory opens a driver for a config. Opening should be cheap; the
 // connection may be established lazily on first use.
 type Factory func(ctx context.Context, cfg Config) (Driver, error)
+
+// ScopeChecker is implemented by drivers that can tell whether their scope
+// (network, project, directory) still exists. sandbox_backend's Read uses it
+// so that a scope deleted outside Terraform is planned for creation again.
+type ScopeChecker interface {
+	ScopeExists(ctx context.Context) (bool, error)
+}

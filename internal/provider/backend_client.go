@@ -38,6 +38,14 @@ func (p *ProviderData) DriverFor(ctx context.Context, cfg *driver.Config) (drive
 	return &invalidating{Driver: d, key: cfg.Key(), cache: p.snapshots}, nil
 }
 
+// secrets are the provider's secrets; none before the provider is configured.
+func (p *ProviderData) secrets() driver.Secrets {
+	if p == nil {
+		return driver.Secrets{}
+	}
+	return p.Secrets
+}
+
 // Instances returns the backend's instances by ID from one ListInstances call
 // shared by every concurrent Read of that backend (see snapshotCache). A
 // refresh of N instances thus costs a few list calls, not N inspects.

@@ -33,12 +33,6 @@ type backendResource struct {
 	data *ProviderData
 }
 
-// scopeChecker is implemented by drivers that can tell whether their scope
-// still exists, so a backend deleted outside Terraform is planned again.
-type scopeChecker interface {
-	ScopeExists(ctx context.Context) (bool, error)
-}
-
 func (r *backendResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_backend"
 }
@@ -80,7 +74,7 @@ func (r *backendResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		}
 		return
 	}
-	resolved, ok := resolveInto(cfg, &resp.Diagnostics)
+	resolved, ok := resolveInto(ctx, cfg, r.data.secrets(), &resp.Diagnostics)
 	if !ok {
 		return
 	}
@@ -106,8 +100,9 @@ func (r *backendResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 }
 
-// resolveInto resolves cfg and reports its problems at their attributes.
-func resolveInto(cfg driver.Config, diags *diag.Diagnostics) (driver.Config, bool) {
+// resolveInto resolves cfg, reports its problems at their attributes and
+// records the SSH host key the backend is verified against (pinHostKey).
+func resolveInto(ctx context.Context, cfg driver.Config, secrets driver.Secrets, diags *diag.Diagnostics) (driver.Config, bool) {
 	resolved, problems := resolveBackend(cfg, osResolveEnv())
 	for _, p := range problems {
 		at := path.Root(resolved.Driver)
@@ -120,7 +115,10 @@ func resolveInto(cfg driver.Config, diags *diag.Diagnostics) (driver.Config, boo
 			diags.AddAttributeError(at, p.summary, p.detail)
 		}
 	}
-	return resolved, !diags.HasError()
+	if diags.HasError() {
+		return resolved, false
+	}
+	return resolved, pinHostKey(ctx, &resolved, secrets, diags)
 }
 
 func (r *backendResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
@@ -191,7 +189,7 @@ func (r *backendResource) Read(ctx context.Context, req resource.ReadRequest, re
 			resp.Diagnostics.AddError("Unable to Import Sandbox Backend", err.Error())
 			return
 		}
-		resolved, ok := resolveInto(cfg, &resp.Diagnostics)
+		resolved, ok := resolveInto(ctx, cfg, r.data.secrets(), &resp.Diagnostics)
 		if !ok {
 			return
 		}
@@ -210,7 +208,7 @@ func (r *backendResource) Read(ctx context.Context, req resource.ReadRequest, re
 		resp.Diagnostics.Append(driverError(sum, cfg, "opening the driver", err))
 		return
 	}
-	if sc, ok := unwrap(d).(scopeChecker); ok {
+	if sc, ok := unwrap(d).(driver.ScopeChecker); ok {
 		exists, err := sc.ScopeExists(ctx)
 		if err != nil {
 			resp.Diagnostics.Append(driverError(sum, cfg, "looking up the backend's scope", err))
@@ -335,7 +333,7 @@ func parseBackendImportID(id string) (string, string, map[string]attr.Value, err
 
 // backendFromImportID resolves a backend import ID into the config its
 // handle records, exactly as a plan of that configuration would.
-func backendFromImportID(id string) (driver.Config, diag.Diagnostics) {
+func backendFromImportID(ctx context.Context, id string, secrets driver.Secrets) (driver.Config, diag.Diagnostics) {
 	var diags diag.Diagnostics
 	drv, name, block, err := parseBackendImportID(id)
 	if err != nil {
@@ -355,7 +353,7 @@ func backendFromImportID(id string) (driver.Config, diag.Diagnostics) {
 		diags.AddError("Invalid Import ID", err.Error())
 		return cfg, diags
 	}
-	resolved, _ := resolveInto(cfg, &diags)
+	resolved, _ := resolveInto(ctx, cfg, secrets, &diags)
 	return resolved, diags
 }
 

@@ -3,11 +3,13 @@ package provider
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/sshconn"
 )
 
 // Diagnostics follow one shape: a Title Case summary ("Unable to Create
@@ -65,7 +67,14 @@ func endpoint(cfg driver.Config) string {
 
 // advice says what to do about err.
 func advice(cfg driver.Config, err error) string {
+	var hk *sshconn.HostKeyError
 	switch {
+	case errors.As(err, &hk):
+		return hostKeyAdvice
+	case errors.Is(err, sshconn.ErrAuth):
+		return sshAuthAdvice
+	case strings.Contains(err.Error(), "x509:") || strings.Contains(err.Error(), "tls: "):
+		return tlsAdvice
 	case errors.Is(err, driver.ErrUnavailable):
 		return fmt.Sprintf("Check that the %s engine is running and reachable at %s with the configured credentials, then run Terraform again.",
 			orUnknown(cfg.Driver), orUnknown(endpoint(cfg)))
@@ -79,6 +88,20 @@ func advice(cfg driver.Config, err error) string {
 	}
 	return "Check the engine's logs for the cause, fix it, and run Terraform again."
 }
+
+const (
+	hostKeyAdvice = "The SSH server did not offer the host key this backend trusts. The handle records the key's fingerprint " +
+		"(`handle.docker.host_key_fingerprint`, from `docker.host_key_fingerprint` or else from `docker.known_hosts_file` at plan time), " +
+		"and every resource on the backend verifies exactly that key. If the key changed legitimately (verify it out of band), " +
+		"trust the new key in the known_hosts file or pin it with `docker.host_key_fingerprint`: the handle then changes in the plan. " +
+		"Refreshing uses the handle in state, so apply that change once with `terraform apply -refresh=false`."
+	sshAuthAdvice = "The SSH server refused every key offered. Keys are offered in this order: `docker.ssh_key_file` (decrypted with the " +
+		"passphrase in the environment variable named by `docker.ssh_key_passphrase_env`), the keys of the ssh-agent at `SSH_AUTH_SOCK`, " +
+		"then the provider's `ssh_private_key`. Add one of their public keys to the server's authorized_keys for the user in `docker.host`."
+	tlsAdvice = "The TLS handshake with the Docker daemon failed. Check that `docker.tls_ca_file` holds the CA that signed the daemon's " +
+		"certificate, that the certificate names the host in `docker.host`, and that `docker.tls_cert_file` / `docker.tls_key_file` " +
+		"are a client certificate the daemon's `--tlscacert` trusts."
+)
 
 func orUnknown(s string) string {
 	if s == "" {

@@ -364,7 +364,7 @@ func (r *imageResource) Delete(ctx context.Context, req resource.DeleteRequest, 
 
 // ImportState finds the image and records what the engine knows of it.
 func (r *imageResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	handle, name, diags := parseObjectImportID(req.ID, imageSep)
+	handle, name, diags := parseObjectImportID(ctx, req.ID, imageSep, r.data.secrets())
 	resp.Diagnostics.Append(diags...)
 	if resp.Diagnostics.HasError() {
 		return

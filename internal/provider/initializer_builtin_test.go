@@ -74,6 +74,8 @@ resource "sandbox_initializer" "python" {
   kind     = "python"
   files    = [{ path = "/srv/wheels/demo_pkg-1.0-py3-none-any.whl", source = %q }]
   settings = { packages = "/srv/wheels/demo_pkg-1.0-py3-none-any.whl" }
+  # never contacted for a local wheel; shows that secrets are masked in results
+  sensitive_settings = { index_url = "http://user:s3cret@127.0.0.1:9/simple" }
   commands = [["python", "-c", "import sys, demo_pkg; print(sys.prefix, demo_pkg.VALUE)"]]
 }
 
@@ -117,6 +119,7 @@ func TestAccInitializer_builtins(t *testing.T) {
 					// python: venv created, the wheel installed, then the user's command
 					expectInit("sandbox_initializer.python", result(0, "description"), knownvalue.StringExact("create virtual environment")),
 					expectInit("sandbox_initializer.python", result(1, "description"), knownvalue.StringExact("install python packages")),
+					expectInit("sandbox_initializer.python", result(1, "command").AtSliceIndex(5), knownvalue.StringExact("(sensitive)")),
 					expectInit("sandbox_initializer.python", result(2, "stdout"), knownvalue.StringExact("/app/.venv 42\n")),
 					// main: workspace, env file, owner; commands run in the workspace
 					expectInit("sandbox_initializer.main", tfjsonpath.New("results").AtSliceIndex(3).AtMapKey("stdout"),

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -133,12 +134,21 @@ func (r *initializerResource) run(ctx context.Context, t initTarget, p initplan.
 	if resp.Diagnostics.Append(resp.State.Set(ctx, plan)...); resp.Diagnostics.HasError() {
 		return
 	}
+	r.awaitReady(ctx, t, wait, svc, plan, resp)
+}
+
+// awaitReady polls the service's probe; state was saved before, and is
+// saved again with ready_at, or with what the failure found.
+func (r *initializerResource) awaitReady(ctx context.Context, t initTarget, wait initplan.Plan, svc initplan.Step, plan *initializerModel, resp *resource.CreateResponse) {
 	waited, err := initplan.Run(ctx, t.drv, t.ref.ID, wait)
 	if err != nil {
 		resp.Diagnostics.Append(runError(summary("Create", initializerKind), t, err, nil))
-		if state, _ := probeService(context.WithoutCancel(ctx), t.drv, t.ref.ID, svc); state == serviceGone {
+		// The create deadline may have passed: probe on a short one of its own.
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+		if state, _ := probeService(pctx, t.drv, t.ref.ID, svc); state == serviceGone {
 			plan.ServiceRunning = types.BoolValue(false)
 		}
+		cancel()
 	}
 	plan.ReadyAt = timeValue(waited.ReadyAt)
 	resp.Diagnostics.Append(resp.State.Set(ctx, plan)...)
@@ -231,7 +241,9 @@ func (r *initializerResource) Delete(ctx context.Context, req resource.DeleteReq
 	if !ok {
 		return
 	}
-	r.data.InvalidateInstances(t.cfg) // the sandbox may have changed since the refresh
+	// The shared snapshot (at most a few seconds old) keeps a destroy of many
+	// initializers to a few list calls; a sandbox deleted since then makes
+	// on_destroy fail, which is only a warning.
 	insts, err := r.data.Instances(ctx, t.cfg)
 	if err != nil {
 		resp.Diagnostics.Append(driverError(summary("Delete", initializerKind), t.cfg, "listing instances to find "+t.object(), err))
@@ -352,7 +364,7 @@ func stderrTail(steps []initplan.Result) string {
 	if len(lines) > 20 {
 		lines = lines[len(lines)-20:]
 	}
-	return fmt.Sprintf("\n\nEnd of the stderr of %v (exit code %d):\n%s", last.Command, last.ExitCode, strings.Join(lines, "\n"))
+	return fmt.Sprintf("\n\nEnd of the stderr of %q (exit code %d):\n%s", last.Command, last.ExitCode, strings.Join(lines, "\n"))
 }
 
 func diagSummaries(diags diag.Diagnostics) string {

@@ -52,17 +52,10 @@ func initializerSchema(ctx context.Context) schema.Schema {
 }
 
 const initializerDescription = "Brings a sandbox into a known state and waits until what it starts really answers: " +
-	"copies `files` in, runs the kind's setup and then `commands` in order (a non-zero exit fails the apply with the " +
-	"command, its exit code and the end of its stderr), starts `service` detached through the in-sandbox agent and " +
-	"polls its `ready` probe inside the sandbox until `timeout`.\n\n" +
-	"State is saved before the readiness wait: should the apply fail after anything ran (a failing command, a " +
-	"service that never answers, the create timeout), the initializer stays in state and Terraform marks it tainted, " +
-	"so the next apply replaces it: `on_destroy` runs and the service is stopped, then everything runs again.\n\n" +
-	"A refresh removes the initializer from state when its sandbox is gone or was replaced (the next plan creates it " +
-	"again), and checks that its service process still runs: when it does not, `service_running` turns `false` and the " +
-	"next plan replaces the initializer. A stopped sandbox is left alone.\n\n" +
-	"Several initializers of one sandbox run in the order given with `depends_on`; initializers of different sandboxes " +
-	"run in parallel. Import is not supported: an initializer is something that ran, not an object that can be found."
+	"copies `files` in, runs the kind's setup and `commands` in order, keeping each one's exit code and output in " +
+	"`results`, then starts `service` detached inside the sandbox and polls its `ready` probe until `timeout`. " +
+	"State is saved before the wait, and a failed run stays in state as tainted, so the next apply replaces it " +
+	"(`on_destroy`, then everything again). Import is not supported."
 
 func initializerInputAttributes() map[string]schema.Attribute {
 	replaceObj := []planmodifier.Object{objectplanmodifier.RequiresReplace()}

@@ -35,7 +35,7 @@ func (r *instanceResource) ImportState(ctx context.Context, req resource.ImportS
 		resp.Diagnostics.AddError("Invalid Sandbox Instance Import ID", fmt.Sprintf("The import ID %q has no instance name after a '/'.\n\n%s", req.ID, instanceImportHelp))
 		return
 	}
-	cfg, diags := backendConfigFromImportID(req.ID[:i])
+	cfg, diags := backendConfigFromImportID(ctx, req.ID[:i], r.data.secrets())
 	if resp.Diagnostics.Append(diags...); resp.Diagnostics.HasError() {
 		return
 	}
@@ -90,7 +90,7 @@ func (r *instanceResource) importedAttributes(ctx context.Context, backend types
 
 // backendConfigFromImportID resolves a sandbox_backend import ID into the
 // config its handle records.
-func backendConfigFromImportID(id string) (driver.Config, diag.Diagnostics) {
+func backendConfigFromImportID(ctx context.Context, id string, secrets driver.Secrets) (driver.Config, diag.Diagnostics) {
 	var diags diag.Diagnostics
 	drv, name, block, err := parseBackendImportID(id)
 	if err != nil {
@@ -108,7 +108,7 @@ func backendConfigFromImportID(id string) (driver.Config, diag.Diagnostics) {
 		diags.AddError("Invalid Sandbox Instance Import ID", err.Error()+"\n\n"+instanceImportHelp)
 		return cfg, diags
 	}
-	resolved, ok := resolveInto(cfg, &diags)
+	resolved, ok := resolveInto(ctx, cfg, secrets, &diags)
 	if !ok {
 		return cfg, diags
 	}

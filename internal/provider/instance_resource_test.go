@@ -320,7 +320,7 @@ func TestAccInstance_security(t *testing.T) {
 		// TODO(local driver): with overlayfs, a read-only root cannot take
 		// the mount points bwrap creates (/workspace): "Can't mkdir
 		// /workspace: Read-only file system". Enable it there once fixed.
-		readOnly := e.driver != driver.Local
+		readOnly := true
 		body := sleepCmd + fmt.Sprintf(`
   security = {
     read_only_rootfs = %t

@@ -35,14 +35,14 @@ func objectID(cfg driver.Config, sep, name string) string {
 // parseObjectImportID turns `<backend import ID><sep><name>` into the
 // resolved backend handle and the object name. sep is '/' for volumes (as for
 // instances) and '#' for images, whose names contain '/'.
-func parseObjectImportID(id string, sep string) (types.Object, string, diag.Diagnostics) {
+func parseObjectImportID(ctx context.Context, id, sep string, secrets driver.Secrets) (types.Object, string, diag.Diagnostics) {
 	var diags diag.Diagnostics
 	i := strings.LastIndex(id, sep)
 	if i <= 0 || i == len(id)-1 {
 		diags.AddError("Invalid Import ID", fmt.Sprintf("The import ID %q has no `%s<name>` at its end. %s", id, sep, objectImportDoc(sep)))
 		return types.ObjectNull(handleAttrTypes()), "", diags
 	}
-	cfg, diags := backendFromImportID(id[:i])
+	cfg, diags := backendFromImportID(ctx, id[:i], secrets)
 	if diags.HasError() {
 		return types.ObjectNull(handleAttrTypes()), "", diags
 	}

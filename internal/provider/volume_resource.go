@@ -204,7 +204,7 @@ func (r *volumeResource) Delete(ctx context.Context, req resource.DeleteRequest,
 
 // ImportState finds the volume and records what the engine knows of it.
 func (r *volumeResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	handle, name, diags := parseObjectImportID(req.ID, volumeSep)
+	handle, name, diags := parseObjectImportID(ctx, req.ID, volumeSep, r.data.secrets())
 	resp.Diagnostics.Append(diags...)
 	if resp.Diagnostics.HasError() {
 		return

@@ -14,6 +14,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/sshconn"
 )
 
 func init() {
@@ -27,8 +28,9 @@ type Driver struct {
 	backend string
 	ep      endpoint
 
-	mu  sync.Mutex // guards cli and info
+	mu  sync.Mutex // guards cli, ssh and inf
 	cli *client.Client
+	ssh *sshDial // ssh:// only: remembers why the last dial failed
 	inf *engineInfo
 
 	scopeMu    sync.Mutex
@@ -50,7 +52,10 @@ type engineInfo struct {
 	memoryLimit bool
 }
 
-var _ driver.Driver = (*Driver)(nil)
+var (
+	_ driver.Driver       = (*Driver)(nil)
+	_ driver.ScopeChecker = (*Driver)(nil)
+)
 
 // Open validates cfg; the connection itself is made on first use.
 func Open(_ context.Context, cfg driver.Config) (driver.Driver, error) {
@@ -89,11 +94,11 @@ func (d *Driver) api() (*client.Client, error) {
 	if d.cli != nil {
 		return d.cli, nil
 	}
-	cli, err := newClient(d.cfg)
+	cli, dial, err := newClient(d.cfg)
 	if err != nil {
 		return nil, fmt.Errorf("docker backend %q: %w", d.backend, err)
 	}
-	d.cli = cli
+	d.cli, d.ssh = cli, dial
 	return cli, nil
 }
 
@@ -116,6 +121,10 @@ func (d *Driver) wrap(err error, format string, args ...any) error {
 		return nil
 	}
 	what := fmt.Sprintf(format, args...)
+	err = podmanError(err) // Podman: 500 answers that mean a conflict (podman.go)
+	if terr := d.transportError(err); terr != nil {
+		return fmt.Errorf("docker backend %q: %s: %w", d.backend, what, terr)
+	}
 	switch {
 	case errors.Is(err, driver.ErrNotFound), errors.Is(err, driver.ErrAlreadyExists),
 		errors.Is(err, driver.ErrUnsupported), errors.Is(err, driver.ErrUnavailable):
@@ -128,6 +137,32 @@ func (d *Driver) wrap(err error, format string, args ...any) error {
 		return fmt.Errorf("docker backend %q: %s: engine at %s: %w (%v)", d.backend, what, d.ep.host, driver.ErrUnavailable, err)
 	}
 	return fmt.Errorf("docker backend %q: %s: %w", d.backend, what, err)
+}
+
+// transportError explains a failure of the SSH transport, or returns nil.
+// An untrusted host key and refused credentials are reported as themselves
+// (*sshconn.HostKeyError, sshconn.ErrAuth), not as an unavailable engine:
+// retrying does not help, trusting the key or fixing the key file does. A
+// connection failure carries the SSH dial's own error instead of the Docker
+// client's generic "Cannot connect to the Docker daemon at tcp://docker.ssh".
+func (d *Driver) transportError(err error) error {
+	d.mu.Lock()
+	dial := d.ssh
+	d.mu.Unlock()
+	cause := err
+	if dialErr := dial.last(); dialErr != nil && errUnreachable(err) {
+		cause = dialErr
+	}
+	var hk *sshconn.HostKeyError
+	switch {
+	case errors.As(cause, &hk):
+		return hk
+	case errors.Is(cause, sshconn.ErrAuth):
+		return cause
+	case cause != err:
+		return fmt.Errorf("engine at %s: %w: %w", d.ep.host, driver.ErrUnavailable, cause)
+	}
+	return nil
 }
 
 // Info reports the engine and its capabilities.

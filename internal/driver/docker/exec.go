@@ -54,9 +54,9 @@ func agentMissing(res driver.ExecResult) bool {
 }
 
 // missingWorkdir recognises the runtime's refusal to chdir into a
-// directory the image lacks.
+// directory the image lacks (exit 126 on Docker, 127 on Podman).
 func missingWorkdir(res driver.ExecResult) bool {
-	return res.ExitCode == 126 && strings.Contains(string(res.Stdout)+string(res.Stderr), "chdir to cwd")
+	return (res.ExitCode == 126 || res.ExitCode == 127) && strings.Contains(string(res.Stdout)+string(res.Stderr), "chdir to cwd")
 }
 
 // makeDir creates a missing exec working directory, as the engine does for

@@ -140,6 +140,9 @@ func (d *Driver) pullImage(ctx context.Context, cli *client.Client, spec driver.
 // unwrapEngine keeps sentinel mapping for errors returned to callers that
 // add their own context.
 func (d *Driver) unwrapEngine(err error) error {
+	if terr := d.transportError(err); terr != nil {
+		return terr
+	}
 	if errUnreachable(err) {
 		return fmt.Errorf("%w (%v)", driver.ErrUnavailable, err)
 	}

@@ -259,6 +259,10 @@ func (d *Driver) StopInstance(ctx context.Context, id string, grace time.Duratio
 // UpdateInstance changes cpu, memory and pids limits in place. A zero
 // leaves that limit as it is (the engine cannot lift a limit in place).
 func (d *Driver) UpdateInstance(ctx context.Context, id string, limits driver.Limits) error {
+	// Podman 4 lacks the Docker endpoint: see podmanUpdate (podman.go).
+	if ei, err := d.engine(ctx); err == nil && ei.podman {
+		return d.podmanUpdate(ctx, id, limits)
+	}
 	cli, err := d.api()
 	if err != nil {
 		return err

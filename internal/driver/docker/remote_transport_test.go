@@ -279,29 +279,58 @@ func TestRemoteSSH(t *testing.T) {
 	t.Run("UnknownHostKey", func(t *testing.T) {
 		dc := r.dc
 		dc.KnownHostsFile = filepath.Join(t.TempDir(), "known_hosts")
-		expectInfoError(t, r, dc, "unknown", "ssh-keyscan", "host_key_fingerprint")
+		expectHostKeyError(t, expectInfoError(t, r, dc, "unknown", "ssh-keyscan", "host_key_fingerprint"))
 	})
 	t.Run("ChangedHostKey", func(t *testing.T) {
 		dc := r.dc
 		dc.KnownHostsFile = testEnv("SANDBOX_TEST_SSH_KNOWN_HOSTS_WRONG", testDir("ssh/known_hosts_wrong"))
-		expectInfoError(t, r, dc, "HOST KEY CHANGED")
+		expectHostKeyError(t, expectInfoError(t, r, dc, "HOST KEY CHANGED"))
 	})
 	t.Run("PinnedFingerprint", func(t *testing.T) {
 		dc := r.dc
 		dc.KnownHostsFile = ""
 		dc.HostKeyFingerprint = "SHA256:" + strings.Repeat("A", 43)
-		expectInfoError(t, r, dc, "HOST KEY MISMATCH")
+		expectHostKeyError(t, expectInfoError(t, r, dc, "HOST KEY MISMATCH"))
 	})
 	t.Run("WrongClientKey", func(t *testing.T) {
 		dc := r.dc
 		dc.SSHKeyFile = testEnv("SANDBOX_TEST_SSH_KEY_OTHER", testDir("ssh/id_ed25519_other"))
-		expectInfoError(t, r, dc, "authorized_keys")
+		err := expectInfoError(t, r, dc, "authorized_keys")
+		if !errors.Is(err, sshconn.ErrAuth) || errors.Is(err, driver.ErrUnavailable) {
+			t.Errorf("err = %v, want sshconn.ErrAuth and not ErrUnavailable", err)
+		}
+	})
+	t.Run("SSHDown", func(t *testing.T) {
+		// Nothing listens on the port: the SSH dial's own error is reported,
+		// not the Docker client's "Cannot connect ... tcp://docker.ssh".
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		dc := r.dc
+		dc.Host = fmt.Sprintf("ssh://root@127.0.0.1:%d", port)
+		dc.KnownHostsFile, dc.HostKeyFingerprint = "", "SHA256:"+strings.Repeat("A", 43)
+		err = expectInfoError(t, r, dc, "connection refused", fmt.Sprint(port))
+		if !errors.Is(err, driver.ErrUnavailable) || strings.Contains(err.Error(), "docker.ssh") {
+			t.Errorf("err = %v, want ErrUnavailable with the SSH dial's error", err)
+		}
 	})
 	t.Run("MissingRemoteSocket", func(t *testing.T) {
 		dc := r.dc
 		dc.RemoteSocket = "/nonexistent/docker.sock"
 		expectInfoError(t, r, dc, "/nonexistent/docker.sock")
 	})
+}
+
+// expectHostKeyError checks that a host-key failure is reported as itself.
+func expectHostKeyError(t *testing.T, err error) {
+	t.Helper()
+	var hk *sshconn.HostKeyError
+	if !errors.As(err, &hk) || hk.Offered == "" || errors.Is(err, driver.ErrUnavailable) {
+		t.Errorf("err = %v, want a *sshconn.HostKeyError (with the offered fingerprint), not ErrUnavailable", err)
+	}
 }
 
 // Many concurrent driver calls share one SSH connection.

@@ -55,9 +55,30 @@ func (d *Driver) EnsureScope(ctx context.Context) error {
 	return nil
 }
 
+// ScopeExists reports whether the backend network is on the engine. It also
+// forgets a cached "scope ready", so EnsureScope recreates a network that was
+// deleted outside Terraform.
+func (d *Driver) ScopeExists(ctx context.Context) (bool, error) {
+	cli, err := d.api()
+	if err != nil {
+		return false, err
+	}
+	_, err = cli.NetworkInspect(ctx, d.networkName(), network.InspectOptions{})
+	if err == nil {
+		return true, nil
+	}
+	if err = d.wrap(err, "network %q", d.networkName()); !errors.Is(err, driver.ErrNotFound) {
+		return false, err
+	}
+	d.scopeMu.Lock()
+	d.scopeReady = false
+	d.scopeMu.Unlock()
+	return false, nil
+}
+
 // isConflict reports an "already exists" answer from the engine.
 func isConflict(err error) bool {
-	return err != nil && cerrdefs.IsConflict(err)
+	return err != nil && cerrdefs.IsConflict(podmanError(err)) // podmanError: podman.go
 }
 
 // DeleteScope removes the backend network; a missing one counts as done.

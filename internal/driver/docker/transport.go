@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/docker/docker/client"
@@ -98,16 +99,17 @@ func newHTTPTransport() *http.Transport {
 	}
 }
 
-// newClient builds the API client for cfg. It does not touch the network:
-// the first request negotiates the API version.
-func newClient(cfg driver.Config) (*client.Client, error) {
+// newClient builds the API client for cfg, and for ssh:// the dialer it
+// uses. It does not touch the network: the first request negotiates the API
+// version.
+func newClient(cfg driver.Config) (*client.Client, *sshDial, error) {
 	dc := cfg.Docker
 	if dc == nil {
 		dc = &driver.DockerConfig{}
 	}
 	ep, err := parseEndpoint(dc)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	tr := newHTTPTransport()
 	opts := []client.Opt{
@@ -120,20 +122,23 @@ func newClient(cfg driver.Config) (*client.Client, error) {
 	case "tcp":
 		tlsCfg, err := tcpTLS(ep, dc)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		tr.TLSClientConfig = tlsCfg
 		opts = append(opts, client.WithHost("tcp://"+tcpAddr(ep.u, tlsCfg != nil)))
 	case "ssh":
-		dial, err := sshDialer(ep, dc, cfg.Secrets)
+		dial, err := newSSHDial(ep, dc, cfg.Secrets)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		// The host only fills the Host header; every connection goes
 		// through the SSH channel to the remote socket.
-		opts = append(opts, client.WithHost("tcp://docker.ssh"), client.WithDialContext(dial))
+		opts = append(opts, client.WithHost("tcp://docker.ssh"), client.WithDialContext(dial.DialContext))
+		cli, err := client.NewClientWithOpts(opts...)
+		return cli, dial, err
 	}
-	return client.NewClientWithOpts(opts...)
+	cli, err := client.NewClientWithOpts(opts...)
+	return cli, nil, err
 }
 
 // tcpTLS returns the TLS settings for tcp://, or nil for plain TCP, which is
@@ -191,32 +196,59 @@ func isLoopbackHost(h string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// sshDialer returns a DialContext that forwards every connection to the
-// remote Docker socket over one shared SSH connection (sshconn reuses and
-// redials it, so it is resolved per dial rather than held here).
-func sshDialer(ep endpoint, dc *driver.DockerConfig, sec driver.Secrets) (func(ctx context.Context, network, addr string) (net.Conn, error), error) {
-	sc, err := sshconn.ParseURL(ep.host)
+// sshDial opens connections to the remote Docker socket over one shared SSH
+// connection (sshconn reuses and redials it, so it is resolved per dial
+// rather than held here). It remembers the outcome of its last dial: the
+// Docker client replaces some dial errors (connection refused) by "Cannot
+// connect to the Docker daemon at tcp://docker.ssh", which hides the cause.
+type sshDial struct {
+	cfg    sshconn.Config
+	target string // host:port, for messages
+	remote string // socket path on the SSH host
+
+	mu      sync.Mutex
+	lastErr error // nil after a successful dial
+}
+
+func newSSHDial(ep endpoint, dc *driver.DockerConfig, sec driver.Secrets) (*sshDial, error) {
+	withHost := *dc
+	withHost.Host = ep.host
+	sc, err := withHost.SSHConfig(sec)
 	if err != nil {
 		return nil, fmt.Errorf("docker host %q: %w", ep.host, err)
 	}
-	sc.KeyFile = dc.SSHKeyFile
-	sc.KeyPassphraseEnv = dc.SSHKeyPassphraseEnv
-	sc.KnownHostsFile = dc.KnownHostsFile
-	sc.HostKeyFingerprint = dc.HostKeyFingerprint
-	sc.JumpHost = dc.SSHJumpHost
-	sc.PrivateKeyPEM = sec.SSHPrivateKey
-	remote := ep.remote
-	return func(ctx context.Context, _, _ string) (net.Conn, error) {
-		conn, err := sshconn.Get(ctx, sc)
-		if err != nil {
-			return nil, fmt.Errorf("ssh to %s: %w", ep.u.Host, err)
-		}
-		c, err := conn.DialContext(ctx, "unix", remote)
-		if err != nil {
-			return nil, fmt.Errorf("ssh to %s: open %s: %w", ep.u.Host, remote, err)
-		}
-		return c, nil
-	}, nil
+	return &sshDial{cfg: sc, target: ep.u.Host, remote: ep.remote}, nil
+}
+
+// DialContext is the Docker client's dialer; network and addr are ignored.
+func (s *sshDial) DialContext(ctx context.Context, _, _ string) (net.Conn, error) {
+	c, err := s.dial(ctx)
+	s.mu.Lock()
+	s.lastErr = err
+	s.mu.Unlock()
+	return c, err
+}
+
+func (s *sshDial) dial(ctx context.Context) (net.Conn, error) {
+	conn, err := sshconn.Get(ctx, s.cfg)
+	if err != nil {
+		return nil, fmt.Errorf("ssh to %s: %w", s.target, err)
+	}
+	c, err := conn.DialContext(ctx, "unix", s.remote)
+	if err != nil {
+		return nil, fmt.Errorf("ssh to %s: open %s: %w", s.target, s.remote, err)
+	}
+	return c, nil
+}
+
+// last is the error of the last dial, nil if it succeeded.
+func (s *sshDial) last() error {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastErr
 }
 
 // errUnreachable tells whether err means the engine did not answer at all.

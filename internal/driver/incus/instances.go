@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -470,13 +469,14 @@ func (d *Driver) DeleteInstance(ctx context.Context, id string) error {
 }
 
 func (d *Driver) forceDelete(ctx context.Context, c incus.InstanceServer, name string) error {
-	err := d.setState(ctx, c, name, api.InstanceStatePut{Action: "stop", Force: true})
-	if err != nil && !errors.Is(err, driver.ErrNotFound) {
-		return err
-	}
+	// The stop may fail on an instance in an odd state; the delete decides.
+	stopErr := d.setState(ctx, c, name, api.InstanceStatePut{Action: "stop", Force: true})
 	op, err := c.DeleteInstance(name)
 	if err == nil {
 		err = op.WaitContext(ctx)
+	}
+	if err != nil && stopErr != nil && !driver.IsNotFound(stopErr) {
+		return fmt.Errorf("%w (stopping first: %v)", d.errf(err, "delete instance %q", name), stopErr)
 	}
 	return d.errf(err, "delete instance %q", name)
 }

@@ -24,6 +24,11 @@ func init() {
 	driver.Register(driver.Local, Open)
 }
 
+var (
+	_ driver.Driver       = (*Driver)(nil)
+	_ driver.ScopeChecker = (*Driver)(nil)
+)
+
 // Driver is one local backend: the directory <root>/<backend>.
 type Driver struct {
 	cfg       driver.Config
@@ -193,6 +198,20 @@ func (d *Driver) EnsureScope(_ context.Context) error {
 		}
 	}
 	return nil
+}
+
+// ScopeExists reports whether the backend directory is there.
+func (d *Driver) ScopeExists(_ context.Context) (bool, error) {
+	st, err := os.Stat(d.root)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return false, nil
+	case err != nil:
+		return false, d.errf("%w", err)
+	case !st.IsDir():
+		return false, d.errf("%s is not a directory", d.root)
+	}
+	return true, nil
 }
 
 // DeleteScope removes the backend directory once it holds no instance and no

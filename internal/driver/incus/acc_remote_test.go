@@ -1,0 +1,164 @@
+package incus_test
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	incus "github.com/lxc/incus/v6/client"
+	"github.com/lxc/incus/v6/shared/api"
+
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
+)
+
+// remoteAddr is where the test exposes the local incusd over HTTPS when it
+// does not listen on the network already.
+const remoteAddr = "127.0.0.1:18443"
+
+// TestRemoteHTTPS reaches the local server as a remote one: client
+// certificate, then the server certificate pinned by file or fingerprint.
+// Without either the self-signed server certificate must be refused.
+func TestRemoteHTTPS(t *testing.T) {
+	preCheck(t)
+	local, err := incus.ConnectIncusUnix("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer local.Disconnect()
+	addr := exposeHTTPS(t, local)
+	certFile, keyFile := trustNewClient(t, local)
+	srv, _, err := local.GetServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	serverCert := filepath.Join(t.TempDir(), "server.crt")
+	if err := os.WriteFile(serverCert, []byte(srv.Environment.Certificate), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := driver.IncusConfig{Address: "https://" + addr, ClientCertFile: certFile, ClientKeyFile: keyFile}
+
+	for name, mutate := range map[string]func(*driver.IncusConfig){
+		"fingerprint": func(c *driver.IncusConfig) { c.ServerFingerprint = srv.Environment.CertificateFingerprint },
+		"cert file":   func(c *driver.IncusConfig) { c.ServerCertFile = serverCert },
+	} {
+		cfg := base
+		mutate(&cfg)
+		d, err := driver.Open(testCtx(t), driver.Config{Driver: driver.Incus, Name: "remote-test", Incus: &cfg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info, err := d.Info(testCtx(t)); err != nil || info.EngineVersion == "" {
+			t.Errorf("%s: Info = %+v, %v", name, info, err)
+		}
+		_ = d.Close()
+	}
+
+	for name, mutate := range map[string]func(*driver.IncusConfig){
+		"no pin":            func(*driver.IncusConfig) {},
+		"wrong fingerprint": func(c *driver.IncusConfig) { c.ServerFingerprint = strings.Repeat("ab", 32) },
+	} {
+		cfg := base
+		mutate(&cfg)
+		d, err := driver.Open(testCtx(t), driver.Config{Driver: driver.Incus, Name: "remote-test", Incus: &cfg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.Info(testCtx(t)); err == nil {
+			t.Errorf("%s: connected to a server whose certificate was not pinned", name)
+		} else if !strings.Contains(err.Error(), "certificate") {
+			t.Errorf("%s: error %v does not name the certificate", name, err)
+		}
+		_ = d.Close()
+	}
+}
+
+// exposeHTTPS makes the server listen on remoteAddr for the test unless it
+// listens somewhere already.
+func exposeHTTPS(t *testing.T, c incus.InstanceServer) string {
+	t.Helper()
+	srv, etag, err := c.GetServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := srv.Config["core.https_address"]; a != "" {
+		return a
+	}
+	put := srv.Writable()
+	put.Config["core.https_address"] = remoteAddr
+	if err := c.UpdateServer(put, etag); err != nil {
+		t.Fatalf("listen on %s: %v", remoteAddr, err)
+	}
+	t.Cleanup(func() {
+		srv, etag, err := c.GetServer()
+		if err != nil {
+			return
+		}
+		put := srv.Writable()
+		delete(put.Config, "core.https_address")
+		_ = c.UpdateServer(put, etag)
+	})
+	return remoteAddr
+}
+
+// trustNewClient makes a client certificate, adds it to the server's trust
+// store for the test, and returns the PEM files.
+func trustNewClient(t *testing.T, c incus.InstanceServer) (certFile, keyFile string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()),
+		Subject:      pkix.Name{CommonName: "sandbox-remote-test"},
+		NotBefore:    time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	certFile, keyFile = filepath.Join(dir, "client.crt"), filepath.Join(dir, "client.key")
+	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	if err := os.WriteFile(certFile, certPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	name := "sandbox-remote-test-" + uniqueName("c")
+	err = c.CreateCertificate(api.CertificatesPost{Name: name, Type: api.CertificateTypeClient, Certificate: string(der)})
+	if err != nil {
+		// Older servers want base64 DER; the PEM body is that.
+		body := strings.Join(strings.Split(strings.TrimSpace(string(certPEM)), "\n")[1:], "")
+		body = strings.TrimSuffix(body, "-----END CERTIFICATE-----")
+		err = c.CreateCertificate(api.CertificatesPost{Name: name, Type: api.CertificateTypeClient, Certificate: body})
+	}
+	if err != nil {
+		t.Fatalf("trust the client certificate: %v", err)
+	}
+	t.Cleanup(func() {
+		certs, _ := c.GetCertificates()
+		for _, ct := range certs {
+			if ct.Name == name {
+				_ = c.DeleteCertificate(ct.Fingerprint)
+			}
+		}
+	})
+	return certFile, keyFile
+}

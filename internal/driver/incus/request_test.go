@@ -1,0 +1,227 @@
+package incus
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lxc/incus/v6/shared/api"
+
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
+)
+
+func basePlan(spec driver.InstanceSpec) instancePlan {
+	return instancePlan{
+		Spec: spec, ImageFP: "abc123", Pool: "default", Network: "incusbr0", BridgeNetwork: "lxdbr0",
+		Labels: map[string]string{driver.LabelManagedBy: driver.ManagedByValue, "role": "worker"},
+	}
+}
+
+// The exact request for a VM: it cannot run on the test machines, so this
+// is where VM support is checked.
+func TestBuildVMRequest(t *testing.T) {
+	spec := driver.InstanceSpec{
+		Name: "b-vm1", Type: driver.TypeVM, CPUs: 1.5, MemoryBytes: 1 << 30, DiskBytes: 10 << 30,
+		Env:     map[string]string{"TASK": "demo"},
+		Network: driver.NetworkIsolated,
+		Ports:   []driver.PortSpec{{Name: "http", Port: 8080, Protocol: "tcp"}},
+		Mounts:  []driver.Mount{{Volume: "data", Target: "/data", ReadOnly: true}},
+		User:    "1000", Workdir: "/w",
+	}
+	p := basePlan(spec)
+	p.Ports = []publishedPort{{PortSpec: spec.Ports[0], ListenIP: "127.0.0.2", HostPort: 8080}}
+	req, err := buildInstance(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := api.InstancesPost{
+		Name:   "b-vm1",
+		Type:   api.InstanceTypeVM,
+		Source: api.InstanceSource{Type: "image", Fingerprint: "abc123"},
+		InstancePut: api.InstancePut{
+			Profiles: []string{"default"},
+			Config: map[string]string{
+				"user.sandbox.managed-by": driver.ManagedByValue,
+				"user.role":               "worker",
+				"limits.cpu":              "2", // VMs take a count: rounded up
+				"limits.memory":           "1073741824",
+				"environment.TASK":        "demo",
+				keyUser:                   "1000",
+				keyWorkdir:                "/w",
+			},
+			Devices: map[string]map[string]string{
+				"root": {"type": "disk", "path": "/", "pool": "default", "size": "10737418240"},
+				"eth0": {"type": "nic", "network": "incusbr0", "name": "eth0"},
+				"sandbox-vol-0": {
+					"type": "disk", "pool": "default", "source": "data", "path": "/data", "readonly": "true",
+				},
+				// No proxy device: VM ports are reached on the VM's address.
+			},
+		},
+	}
+	if !reflect.DeepEqual(req, want) {
+		t.Errorf("VM request:\n got %+v\nwant %+v", req, want)
+	}
+}
+
+func TestVMRejects(t *testing.T) {
+	for name, spec := range map[string]driver.InstanceSpec{
+		"command":    {Type: driver.TypeVM, Command: []string{"sleep", "1"}},
+		"pids_limit": {Type: driver.TypeVM, PidsLimit: 10},
+		"lifetime":   {Type: driver.TypeVM, Lifetime: time.Hour},
+		"bad type":   {Type: "pod"},
+		"user name":  {User: "www-data"},
+		"network":    {Network: "host"},
+	} {
+		if _, err := buildInstance(basePlan(spec)); !errors.Is(err, driver.ErrUnsupported) {
+			t.Errorf("%s: err = %v, want ErrUnsupported", name, err)
+		}
+	}
+}
+
+func TestLimitsConfig(t *testing.T) {
+	cases := []struct {
+		typ  string
+		l    driver.Limits
+		want map[string]string
+	}{
+		{driver.TypeContainer, driver.Limits{CPUs: 0.5}, map[string]string{"limits.cpu.allowance": "50ms/100ms"}},
+		{driver.TypeContainer, driver.Limits{CPUs: 1.25}, map[string]string{"limits.cpu.allowance": "125ms/100ms"}},
+		{driver.TypeContainer, driver.Limits{CPUs: 2}, map[string]string{"limits.cpu": "2"}},
+		{driver.TypeContainer, driver.Limits{MemoryBytes: 256 << 20, PidsLimit: 64},
+			map[string]string{"limits.memory": "268435456", "limits.processes": "64"}},
+		{driver.TypeVM, driver.Limits{CPUs: 0.5}, map[string]string{"limits.cpu": "1"}},
+		{driver.TypeContainer, driver.Limits{}, map[string]string{}},
+	}
+	for _, c := range cases {
+		got, err := limitsConfig(c.typ, c.l)
+		if err != nil || !reflect.DeepEqual(got, c.want) {
+			t.Errorf("limitsConfig(%s, %+v) = %v, %v; want %v", c.typ, c.l, got, err, c.want)
+		}
+	}
+}
+
+func TestCommandRawLXC(t *testing.T) {
+	deadline := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	spec := driver.InstanceSpec{Command: []string{"sleep", "3600"}, User: "1000:1001", Workdir: "/srv"}
+	raw, err := rawLXC(spec, deadline)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{
+		"lxc.init.cmd = /.sandbox/sandbox-agent init --deadline 2030-01-02T03:04:05.000Z --grace 10s -- sleep 3600\n",
+		"lxc.signal.halt = SIGTERM\n",
+		"lxc.mount.auto = cgroup:mixed:force\n",
+		"lxc.environment = PATH=" + defaultPath + "\n",
+		"lxc.init.cwd = /srv\n",
+		"lxc.init.uid = 1000\n",
+		"lxc.init.gid = 1001\n",
+	} {
+		if !strings.Contains(raw, line) {
+			t.Errorf("raw.lxc lacks %q:\n%s", line, raw)
+		}
+	}
+}
+
+// LXC splits lxc.init.cmd at spaces, so such commands go through a script.
+func TestCommandWithSpacesUsesScript(t *testing.T) {
+	spec := driver.InstanceSpec{Command: []string{"sh", "-c", "echo 'a b' && sleep 1"}}
+	raw, err := rawLXC(spec, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(raw, "-- /bin/sh "+commandScript+"\n") {
+		t.Errorf("raw.lxc does not run the script:\n%s", raw)
+	}
+	_, files := prestart(spec)
+	if len(files) != 1 || files[0].Path != commandScript {
+		t.Fatalf("prestart files %+v, want the command script", files)
+	}
+	want := "#!/bin/sh\n# written by terraform-provider-sandbox: the instance's command\nexec 'sh' '-c' 'echo '\\''a b'\\'' && sleep 1'\n"
+	if string(files[0].Content) != want {
+		t.Errorf("script:\n%s\nwant:\n%s", files[0].Content, want)
+	}
+}
+
+func TestNetworkModes(t *testing.T) {
+	for mode, want := range map[string]map[string]string{
+		driver.NetworkNone:     {"type": "none"},
+		driver.NetworkIsolated: {"type": "nic", "network": "incusbr0", "name": "eth0"},
+		"":                     {"type": "nic", "network": "incusbr0", "name": "eth0"},
+		driver.NetworkBridge:   {"type": "nic", "network": "lxdbr0", "name": "eth0"},
+	} {
+		got, err := nicDevice(mode, "incusbr0", "lxdbr0")
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("nicDevice(%q) = %v, %v; want %v", mode, got, err, want)
+		}
+	}
+}
+
+func TestContainerPortsAndAgent(t *testing.T) {
+	spec := driver.InstanceSpec{Name: "b-c", Command: []string{"httpd", "-f"},
+		Ports: []driver.PortSpec{{Name: "http", Port: 8080, Protocol: "tcp"}, {Name: "dns", Port: 53, Protocol: "udp"}}}
+	p := basePlan(spec)
+	p.AgentHostPath = "/usr/bin/sandbox-agent"
+	p.Ports = []publishedPort{
+		{PortSpec: spec.Ports[0], ListenIP: "127.0.0.7", HostPort: 8080},
+		{PortSpec: spec.Ports[1], ListenIP: "127.0.0.1", HostPort: 21000},
+	}
+	req, err := buildInstance(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantDevs := map[string]map[string]string{
+		"sandbox-port-http": {"type": "proxy", "listen": "tcp:127.0.0.7:8080", "connect": "tcp:127.0.0.1:8080", "bind": "host"},
+		"sandbox-port-dns":  {"type": "proxy", "listen": "udp:127.0.0.1:21000", "connect": "udp:127.0.0.1:53", "bind": "host"},
+		"sandbox-agent":     {"type": "disk", "source": "/usr/bin/sandbox-agent", "path": "/.sandbox/sandbox-agent", "readonly": "true"},
+	}
+	for name, want := range wantDevs {
+		if !reflect.DeepEqual(req.Devices[name], want) {
+			t.Errorf("device %s = %v, want %v", name, req.Devices[name], want)
+		}
+	}
+	if req.Type != api.InstanceTypeContainer || req.Config[keyCommand] != "1" {
+		t.Errorf("type %q command key %q", req.Type, req.Config[keyCommand])
+	}
+}
+
+func TestStatus(t *testing.T) {
+	now := time.Now()
+	mk := func(code api.StatusCode, power string) *api.InstanceFull {
+		return &api.InstanceFull{Instance: api.Instance{StatusCode: code, InstancePut: api.InstancePut{
+			Config: map[string]string{"volatile.last_state.power": power}}}}
+	}
+	cases := []struct {
+		inst    *api.InstanceFull
+		expires time.Time
+		want    string
+	}{
+		{mk(api.Running, "RUNNING"), time.Time{}, driver.StatusRunning},
+		{mk(api.Stopped, "STOPPED"), time.Time{}, driver.StatusStopped},
+		{mk(api.Stopped, ""), time.Time{}, driver.StatusCreated},
+		{mk(api.Stopped, "STOPPED"), now.Add(-time.Second), driver.StatusExpired},
+		{mk(api.Stopped, "STOPPED"), now.Add(time.Hour), driver.StatusStopped},
+		{mk(api.Running, "RUNNING"), now.Add(-time.Second), driver.StatusRunning},
+		{mk(api.Error, ""), time.Time{}, driver.StatusUnknown},
+	}
+	for i, c := range cases {
+		if got := status(c.inst, c.expires, now); got != c.want {
+			t.Errorf("case %d: status = %q, want %q", i, got, c.want)
+		}
+	}
+}
+
+func TestEngineName(t *testing.T) {
+	if got := engineName("gpu", "worker-0"); got != "gpu-worker-0" {
+		t.Errorf("engineName = %q", got)
+	}
+	long := engineName(strings.Repeat("b", 40), strings.Repeat("n", 40))
+	if len(long) > maxNameLen || !strings.HasPrefix(long, "bbbb") {
+		t.Errorf("long engineName %q (%d chars)", long, len(long))
+	}
+	if long == engineName(strings.Repeat("b", 40), strings.Repeat("n", 41)) {
+		t.Error("truncated names collide")
+	}
+}

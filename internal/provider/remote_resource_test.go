@@ -1,0 +1,241 @@
+package provider_test
+
+// Acceptance tests of remote Docker hosts at the resource level: a whole
+// configuration (backend, image built from an uploaded context, seeded
+// volume, instance with published ports) over SSH and over TCP+TLS, and two
+// backends in one configuration. Gates: SANDBOX_ACC_SSH, SANDBOX_ACC_TLS
+// (plus SANDBOX_ACC_DOCKER for the local-socket half of the mixed fleet).
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/acctest"
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
+)
+
+// remoteEnv is one remote backend of a test and its local fixtures.
+type remoteEnv struct {
+	cfg     driver.Config // as configured (and as checks reach it)
+	context string        // busybox build context, uploaded to the engine
+	seed    string        // seed directory of the volume
+}
+
+func newRemoteEnv(t *testing.T, cfg driver.Config) remoteEnv {
+	t.Helper()
+	acctest.AgentBinary(t)
+	seed := t.TempDir()
+	if err := os.WriteFile(filepath.Join(seed, "index.html"), []byte("seeded-"+cfg.Name), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	acctest.SweepOnCleanup(t, cfg)
+	return remoteEnv{cfg: cfg, context: acctest.BusyboxContext(t), seed: seed}
+}
+
+func (e remoteEnv) image() string { return e.cfg.Name + "/busybox:1" }
+
+// backendHCL declares sandbox_backend.<res> for e.
+func (e remoteEnv) backendHCL(res string) string {
+	return fmt.Sprintf(`
+resource "sandbox_backend" %q {
+  name   = %q
+  docker = {
+%s  }
+}
+`, res, e.cfg.Name, acctest.DockerBlock(e.cfg.Docker))
+}
+
+// stackHCL is backend, image, seeded volume and an httpd instance serving
+// the volume on a published port, all named <res>.
+func (e remoteEnv) stackHCL(res string) string {
+	return e.backendHCL(res) + fmt.Sprintf(`
+resource "sandbox_image" %[1]q {
+  backend = sandbox_backend.%[1]s.handle
+  name    = %[2]q
+  build   = { context = %[3]q }
+}
+
+resource "sandbox_volume" %[1]q {
+  backend = sandbox_backend.%[1]s.handle
+  name    = "data"
+  source  = %[4]q
+}
+
+resource "sandbox_instance" %[1]q {
+  backend = sandbox_backend.%[1]s.handle
+  image   = sandbox_image.%[1]s.image_id
+  name    = "web"
+  command = ["httpd", "-f", "-p", "8080", "-h", "/data"]
+  ports   = [{ name = "http", port = 8080 }]
+  volumes = [{ volume = sandbox_volume.%[1]s.name, target = "/data", read_only = true }]
+}
+`, res, e.image(), e.context, e.seed)
+}
+
+// checkDestroy asks the engine that nothing of e is left.
+func (e remoteEnv) checkDestroy() resource.TestCheckFunc {
+	return acctest.ComposeChecks(acctest.CheckImageGone(e.cfg, e.image()), acctest.CheckVolumeGone(e.cfg, "data"),
+		acctest.CheckNoManagedObjects(e.cfg))
+}
+
+// checkServes fetches http://<endpoints[port]>/ of addr until it answers want.
+func checkServes(addr, port, want string) resource.TestCheckFunc {
+	return func(s *terraform.State) error {
+		rs, ok := s.RootModule().Resources[addr]
+		if !ok {
+			return fmt.Errorf("%s not in state", addr)
+		}
+		ep := rs.Primary.Attributes["endpoints."+port]
+		if ep == "" {
+			return fmt.Errorf("%s has no endpoint %q", addr, port)
+		}
+		var last error
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(300 * time.Millisecond) {
+			resp, err := http.Get("http://" + ep + "/")
+			if err != nil {
+				last = err
+				continue
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if strings.TrimSpace(string(body)) == want {
+				return nil
+			}
+			last = fmt.Errorf("answered %d %q", resp.StatusCode, body)
+		}
+		return fmt.Errorf("%s: endpoint %s never served %q: %v", addr, ep, want, last)
+	}
+}
+
+func handleField(addr, field string) tfjsonpath.Path {
+	return tfjsonpath.New("handle").AtMapKey("docker").AtMapKey(field)
+}
+
+// testAccRemoteStack: create everything over the remote transport, reach the
+// instance's port at advertise_host, re-plan empty, import each resource,
+// and check on the engine that destroy left nothing.
+func testAccRemoteStack(t *testing.T, e remoteEnv, extra ...statecheck.StateCheck) {
+	const res = "test"
+	backendID := acctest.DockerImportID(e.cfg)
+	checks := append([]statecheck.StateCheck{
+		statecheck.ExpectKnownValue("sandbox_backend.test", handleField("", "port_strategy"), knownvalue.StringExact(driver.PortStrategyDynamic)),
+		statecheck.ExpectKnownValue("sandbox_backend.test", handleField("", "advertise_host"), knownvalue.StringExact("127.0.0.1")),
+		statecheck.ExpectKnownValue("sandbox_instance.test", tfjsonpath.New("endpoints").AtMapKey("http"), knownvalue.StringRegexp(endpointRe)),
+		statecheck.ExpectKnownValue("sandbox_instance.test", tfjsonpath.New("status"), knownvalue.StringExact(driver.StatusRunning)),
+	}, extra...)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: acctest.ProtoV6ProviderFactories,
+		CheckDestroy:             e.checkDestroy(),
+		Steps: []resource.TestStep{
+			{
+				Config: e.stackHCL(res),
+				ConfigPlanChecks: resource.ConfigPlanChecks{
+					PreApply:             []plancheck.PlanCheck{plancheck.ExpectKnownValue("sandbox_backend.test", tfjsonpath.New("handle"), knownvalue.NotNull())},
+					PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()},
+				},
+				ConfigStateChecks: checks,
+				Check:             checkServes("sandbox_instance.test", "http", "seeded-"+e.cfg.Name),
+			},
+			{Config: e.stackHCL(res), ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}}},
+			{ResourceName: "sandbox_backend.test", ImportState: true, ImportStateId: backendID, ImportStateVerify: true},
+			{ResourceName: "sandbox_image.test", ImportState: true, ImportStateId: backendID + "#" + e.image(), ImportStateVerify: true,
+				ImportStateVerifyIgnore: []string{"build", "archive", "labels"}},
+			{ResourceName: "sandbox_volume.test", ImportState: true, ImportStateId: backendID + "/data", ImportStateVerify: true,
+				ImportStateVerifyIgnore: []string{"source"}},
+			{ResourceName: "sandbox_instance.test", ImportState: true, ImportStateId: backendID + "/web", ImportStateVerify: true,
+				ImportStateVerifyIgnore: []string{"command", "env", "timeouts", "volumes"}},
+		},
+	})
+}
+
+func TestAccRemote_sshStack(t *testing.T) {
+	acctest.PreCheckSSH(t)
+	e := newRemoteEnv(t, acctest.SSHDriverConfig(acctest.RandomName("tf-acc")))
+	// The host key known_hosts trusts is recorded in the handle.
+	testAccRemoteStack(t, e, statecheck.ExpectKnownValue("sandbox_backend.test", handleField("", "host_key_fingerprint"),
+		knownvalue.StringExact(acctest.TestEnv(acctest.EnvSSHFingerprint))))
+}
+
+func TestAccRemote_tlsStack(t *testing.T) {
+	acctest.PreCheckTLS(t)
+	e := newRemoteEnv(t, acctest.TLSDriverConfig(acctest.RandomName("tf-acc")))
+	testAccRemoteStack(t, e, statecheck.ExpectKnownValue("sandbox_backend.test", handleField("", "tls_ca_file"),
+		knownvalue.StringExact(acctest.TestEnv(acctest.EnvTLSCA))))
+}
+
+// TestAccRemote_localAndSSH declares two backends in one configuration, the
+// local socket and SSH (both reach the same dockerd here, under distinct
+// backend names so their scopes differ), each with its own stack, plus a
+// fleet spread over both that Terraform applies in parallel.
+func TestAccRemote_localAndSSH(t *testing.T) {
+	acctest.PreCheckDocker(t)
+	acctest.PreCheckSSH(t)
+	local := newRemoteEnv(t, acctest.DriverConfig(driver.Docker, acctest.RandomName("tf-acc")))
+	remote := newRemoteEnv(t, acctest.SSHDriverConfig(acctest.RandomName("tf-acc")))
+	const fleet = 6
+	config := local.stackHCL("local") + remote.stackHCL("remote") + fmt.Sprintf(`
+resource "sandbox_instance" "fleet" {
+  count   = %d
+  backend = count.index %% 2 == 0 ? sandbox_backend.local.handle : sandbox_backend.remote.handle
+  image   = count.index %% 2 == 0 ? sandbox_image.local.image_id : sandbox_image.remote.image_id
+  name    = "fleet-${count.index}"
+  command = ["sleep", "3600"]
+}
+`, fleet)
+	checks := []statecheck.StateCheck{
+		statecheck.ExpectKnownValue("sandbox_instance.fleet[0]", tfjsonpath.New("handle").AtMapKey("backend").AtMapKey("name"), knownvalue.StringExact(local.cfg.Name)),
+		statecheck.ExpectKnownValue("sandbox_instance.fleet[1]", tfjsonpath.New("handle").AtMapKey("backend").AtMapKey("name"), knownvalue.StringExact(remote.cfg.Name)),
+	}
+	for i := 0; i < fleet; i++ {
+		checks = append(checks, statecheck.ExpectKnownValue(fmt.Sprintf("sandbox_instance.fleet[%d]", i), tfjsonpath.New("status"), knownvalue.StringExact(driver.StatusRunning)))
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: acctest.ProtoV6ProviderFactories,
+		CheckDestroy:             acctest.ComposeChecks(local.checkDestroy(), remote.checkDestroy()),
+		Steps: []resource.TestStep{{
+			Config: config,
+			ConfigPlanChecks: resource.ConfigPlanChecks{
+				PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()},
+			},
+			ConfigStateChecks: checks,
+			Check: resource.ComposeTestCheckFunc(
+				checkServes("sandbox_instance.local", "http", "seeded-"+local.cfg.Name),
+				checkServes("sandbox_instance.remote", "http", "seeded-"+remote.cfg.Name),
+				checkInstanceCount(local.cfg, 1+fleet/2), checkInstanceCount(remote.cfg, 1+fleet/2),
+			),
+		}},
+	})
+}
+
+// checkInstanceCount asks the engine how many instances the backend holds:
+// the two backends' objects never mix.
+func checkInstanceCount(cfg driver.Config, want int) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		d, err := driver.Open(t0(), acctest.DirectConfig(cfg))
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		insts, err := d.ListInstances(t0())
+		if err != nil {
+			return err
+		}
+		if len(insts) != want {
+			return fmt.Errorf("backend %q holds %d instances, want %d", cfg.Name, len(insts), want)
+		}
+		return nil
+	}
+}
