@@ -8,11 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"strings"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/build"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
@@ -50,7 +52,11 @@ func (b *bench) sizes(full ...int) []int {
 
 // dockerClient connects like the provider does, keeping connections alive.
 func dockerClient(ctx context.Context, host string, tlsFiles ...string) (*client.Client, error) {
-	opts := []client.Opt{client.WithHost(host), client.WithAPIVersionNegotiation()}
+	// Connections kept alive, enough for the parallelism (the client's
+	// default keeps 2 idle per host and redials the rest).
+	tr := &http.Transport{MaxIdleConns: 64, MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second}
+	opts := []client.Opt{client.WithHTTPClient(&http.Client{Transport: tr, CheckRedirect: client.CheckRedirect}),
+		client.WithHost(host), client.WithAPIVersionNegotiation()}
 	if len(tlsFiles) == 3 {
 		opts = append(opts, client.WithTLSClientConfig(tlsFiles[0], tlsFiles[1], tlsFiles[2]))
 	}
@@ -118,7 +124,7 @@ func (b *bench) ensureDockerImage(ctx context.Context, cli *client.Client, where
 	}
 	b.onCleanup("remove image "+dockerImage+" on "+where, func(ctx context.Context) error {
 		_, err := cli.ImageRemove(ctx, dockerImage, image.RemoveOptions{PruneChildren: true})
-		if client.IsErrNotFound(err) || (err != nil && strings.Contains(err.Error(), "conflict")) {
+		if cerrdefs.IsNotFound(err) || cerrdefs.IsConflict(err) {
 			return nil // another run of the bench still uses it
 		}
 		return err
@@ -250,9 +256,25 @@ func (e *dockerEngine) remove(ctx context.Context, n int) error {
 		return err
 	}
 	if e.provNet != "" {
-		return e.cli.NetworkRemove(ctx, e.network)
+		return removeNetwork(ctx, e.cli, e.network)
 	}
 	return nil
+}
+
+// removeNetwork retries while the engine still reports endpoints of
+// containers it has just removed (dockerd 20.10 under load).
+func removeNetwork(ctx context.Context, cli *client.Client, name string) error {
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		err := cli.NetworkRemove(ctx, name)
+		if err == nil || cerrdefs.IsNotFound(err) {
+			return nil
+		}
+		if !strings.Contains(err.Error(), "active endpoints") || time.Now().After(deadline) || ctx.Err() != nil {
+			return err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // sweep removes whatever the engine side left (after a failure).
@@ -264,10 +286,7 @@ func (e *dockerEngine) sweep(ctx context.Context) error {
 	for _, c := range l {
 		_ = e.cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true})
 	}
-	if err := e.cli.NetworkRemove(ctx, e.network); err != nil && !client.IsErrNotFound(err) {
-		return err
-	}
-	return nil
+	return removeNetwork(ctx, e.cli, e.network)
 }
 
 func scopeFilter(backend string) filters.Args {
@@ -290,10 +309,7 @@ func (b *bench) sweepProviderDocker(cli *client.Client, backend string) {
 			logf("clean-up: removing leftover container %s", strings.Join(c.Names, ","))
 			_ = cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true})
 		}
-		if err := cli.NetworkRemove(ctx, "sandbox-"+backend); err != nil && !client.IsErrNotFound(err) {
-			return err
-		}
-		return nil
+		return removeNetwork(ctx, cli, "sandbox-"+backend)
 	})
 }
 
@@ -309,7 +325,7 @@ func (b *bench) unrelated(ctx context.Context, cli *client.Client, count int) (f
 		}
 		return parallel(ctx, len(l), b.o.parallelism, func(ctx context.Context, i int) error {
 			err := cli.ContainerRemove(ctx, l[i].ID, container.RemoveOptions{Force: true})
-			if client.IsErrNotFound(err) {
+			if cerrdefs.IsNotFound(err) {
 				return nil
 			}
 			return err
@@ -477,9 +493,11 @@ func runSSH(ctx context.Context, b *bench) error {
 			r := row{backend: "docker/ssh", n: n, op: op.name, prov: median(op.v), goal: sshGoal}
 			switch op.name {
 			case "apply":
-				r.note = rssNote(m.rssApply)
+				r.note = cpuNote(m.cpuApply) + rssSuffix(m.rssApply)
+			case "re-plan":
+				r.note = cpuNote(m.cpuReplan)
 			case "destroy":
-				r.note = rssNote(m.rssDestroy)
+				r.note = cpuNote(m.cpuDestroy) + rssSuffix(m.rssDestroy)
 			}
 			if sock, ok := b.table.find("docker", n, op.name); ok {
 				r.eng, r.engWhat = sock, "socket provider"

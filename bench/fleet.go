@@ -40,6 +40,7 @@ type measurement struct {
 	replanEmpty                     []bool
 	replanDiff                      string // the first non-empty plan, abridged
 	rssApply, rssReplan, rssDestroy int64
+	cpuApply, cpuReplan, cpuDestroy []time.Duration
 }
 
 // measure applies, re-plans and destroys a fleet of n, then does the same
@@ -56,6 +57,7 @@ func (b *bench) measure(ctx context.Context, f *fleet, n int) (*measurement, err
 			return m, err
 		}
 		m.apply = append(m.apply, r.wall)
+		m.cpuApply = append(m.cpuApply, r.cpu)
 		m.rssApply = max(m.rssApply, r.peakRSS)
 		if rep == 0 && f.eng != nil {
 			if err := f.eng.capture(ctx); err != nil {
@@ -74,6 +76,7 @@ func (b *bench) measure(ctx context.Context, f *fleet, n int) (*measurement, err
 			return m, r.must("plan")
 		}
 		m.replan = append(m.replan, r.wall)
+		m.cpuReplan = append(m.cpuReplan, r.cpu)
 		m.rssReplan = max(m.rssReplan, r.peakRSS)
 		m.replanEmpty = append(m.replanEmpty, r.exitCode == 0)
 		if r.exitCode == 2 && m.replanDiff == "" {
@@ -95,6 +98,7 @@ func (b *bench) measure(ctx context.Context, f *fleet, n int) (*measurement, err
 			return m, err
 		}
 		m.destroy = append(m.destroy, r.wall)
+		m.cpuDestroy = append(m.cpuDestroy, r.cpu)
 		m.rssDestroy = max(m.rssDestroy, r.peakRSS)
 
 		if f.eng == nil {
@@ -136,7 +140,7 @@ func (b *bench) floor(ctx context.Context, f *fleet) error {
 	if err != nil {
 		return err
 	}
-	var walls []time.Duration
+	var walls, cpus []time.Duration
 	for rep := 0; rep < b.o.repeat; rep++ {
 		r, err = f.wd.run(ctx, "plan", 0, "-detailed-exitcode")
 		if err != nil {
@@ -145,10 +149,10 @@ func (b *bench) floor(ctx context.Context, f *fleet) error {
 		if r.exitCode != 0 && r.exitCode != 2 {
 			return r.must("plan")
 		}
-		walls = append(walls, r.wall)
+		walls, cpus = append(walls, r.wall), append(cpus, r.cpu)
 	}
 	b.table.add(row{backend: f.label, n: 0, op: "re-plan (floor)", prov: median(walls),
-		note: "backend only: terraform + plugin start + backend refresh"})
+		note: "backend only: terraform + plugin start + backend refresh; " + cpuNote(cpus)})
 	r, err = f.wd.run(ctx, "destroy", 0, "-auto-approve")
 	if err == nil {
 		err = r.must("destroy")
@@ -247,7 +251,7 @@ func parallel(ctx context.Context, n, par int, fn func(ctx context.Context, i in
 func (b *bench) addRows(label string, n int, m *measurement, goalApply, goalDestroy string) {
 	t := b.table
 	t.add(row{backend: label, n: n, op: "apply", prov: median(m.apply), eng: median(m.engApply), goal: goalApply,
-		note: rssNote(m.rssApply)})
+		note: cpuNote(m.cpuApply) + rssSuffix(m.rssApply)})
 	note := "empty: " + emptyNote(m.replanEmpty)
 	if m.replanDiff != "" {
 		note += " (" + oneLine(m.replanDiff) + ")"
@@ -257,9 +261,9 @@ func (b *bench) addRows(label string, n int, m *measurement, goalApply, goalDest
 		goal = "< 0.5 s"
 	}
 	t.add(row{backend: label, n: n, op: "re-plan", prov: median(m.replan), eng: median(m.engList), engWhat: "list", noRatio: true,
-		goal: goal, note: note + rssSuffix(m.rssReplan)})
+		goal: goal, note: note + "; " + cpuNote(m.cpuReplan) + rssSuffix(m.rssReplan)})
 	t.add(row{backend: label, n: n, op: "destroy", prov: median(m.destroy), eng: median(m.engDestroy), goal: goalDestroy,
-		note: rssNote(m.rssDestroy)})
+		note: cpuNote(m.cpuDestroy) + rssSuffix(m.rssDestroy)})
 }
 
 func emptyNote(e []bool) string {
@@ -285,7 +289,12 @@ func rssNote(rss int64) string {
 	if rss == 0 {
 		return ""
 	}
-	return fmt.Sprintf("provider peak RSS %d MiB", rss>>20)
+	return fmt.Sprintf("plugin RSS %d MiB", rss>>20)
+}
+
+// cpuNote is the CPU terraform and its plugins used (the client side).
+func cpuNote(cpu []time.Duration) string {
+	return fmt.Sprintf("tf+plugin CPU %.2fs", median(cpu).Seconds())
 }
 
 func rssSuffix(rss int64) string {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 
@@ -24,6 +25,13 @@ func runIncus(ctx context.Context, b *bench) error {
 		return skipf("incusd does not answer: %v", err)
 	}
 	defer c.Disconnect()
+	// Keep connections alive (the client disables it by default), as the
+	// driver does.
+	if hc, err := c.GetHTTPClient(); err == nil {
+		if t, ok := hc.Transport.(*http.Transport); ok {
+			t.DisableKeepAlives, t.MaxIdleConns, t.MaxIdleConnsPerHost = false, 64, 64
+		}
+	}
 	if _, _, err := c.GetImageAlias(incusImage); err != nil {
 		return skipf("no image alias %q in the default project (scripts/setup-incus.sh): %v", incusImage, err)
 	}

@@ -302,10 +302,10 @@ func (e *localEngine) create(ctx context.Context, n int) error {
 	if out, err := exec.CommandContext(ctx, "tar", "-xzf", e.tarball, "-C", e.lower).CombinedOutput(); err != nil {
 		return fmt.Errorf("extract the image: %v: %s", err, out)
 	}
-	return parallel(ctx, n, e.par, func(ctx context.Context, i int) error { return e.start(ctx, i) })
+	return parallel(ctx, n, e.par, func(_ context.Context, i int) error { return e.start(i) })
 }
 
-func (e *localEngine) start(ctx context.Context, i int) error {
+func (e *localEngine) start(i int) error {
 	p := &localProc{dir: subst(filepath.Join(e.backendDir, "instances", "w0"), i)}
 	for _, d := range e.dirs {
 		if err := os.MkdirAll(subst(d, i), 0o755); err != nil {

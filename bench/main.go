@@ -1,14 +1,36 @@
-// Command bench times the provider against the engines it drives: `terraform
-// apply`, an empty re-plan and `terraform destroy` of a fleet, each beside
-// the same work done directly against the engine, and prints a table.
+// Command bench times the provider against the engines it drives (`make
+// bench`): `terraform apply`, a re-plan (`terraform plan` with refresh, which
+// must be empty) and `terraform destroy` of a fleet, each beside the same
+// work done directly against the engine, and prints a table with the goals.
 //
-//	go run ./bench [-backends docker,local,ssh,tls,incus] [-repeat N] [-quick]
+//	go run ./bench [-backends docker,local,ssh,tls,incus] [-repeat N] [-sizes 10,50]
+//	               [-unrelated 600] [-quick] [-trace N] [-v]
 //
-// It builds the provider into a temporary directory and runs the real
-// terraform binary through dev_overrides. Everything it creates (work
-// directories, containers, networks, images, instances, processes) is
-// labelled or named for it and removed at the end, also after a failure or
-// an interrupt.
+// Environment: BENCH_BACKENDS, BENCH_REPEAT (runs per measurement, median
+// printed; default 1), BENCH_SIZES, BENCH_QUICK=1 (fleets of 3 and 5, to
+// check the harness), BENCH_TRACE=N, BENCH_VERBOSE=1. SSH and TLS read the
+// test set-up's /var/lib/sandbox-test/env.sh (scripts/setup-sshd.sh,
+// scripts/setup-docker-tls.sh); Incus uses the image alias of
+// scripts/setup-incus.sh. A backend whose engine is not there is listed as
+// not measured.
+//
+// How: the provider is built with CGO_ENABLED=0 into a temporary directory
+// and run by the real terraform through dev_overrides (a temporary
+// TF_CLI_CONFIG_FILE, CHECKPOINT_DISABLE=1, -parallelism=10). The engine
+// side repeats exactly what the provider made: it copies the configuration
+// of one of the provider's containers (Docker: inspect; Incus: config and
+// devices; local: the bwrap argv and environment read from /proc) and
+// creates and starts the same objects parallelism at a time, on a client
+// that keeps connections alive, then removes them. "re-plan (floor)" is a
+// re-plan of the backend alone: what terraform and the plugin cost before
+// any instance. The notes give the CPU terraform and its plugin processes
+// used and the plugin's peak RSS (VmHWM, polled from /proc). -trace runs a
+// fleet through a counting proxy on the engine's socket and lists the API
+// calls of each command.
+//
+// Everything it creates (work directories, containers, networks, images,
+// instances, processes, cgroups) is named or labelled for it and removed
+// at the end, also after a failure or an interrupt (SIGINT/SIGTERM).
 package main
 
 import (

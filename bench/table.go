@@ -25,7 +25,6 @@ type row struct {
 type table struct {
 	rows    []row
 	skipped []string
-	started time.Time
 }
 
 func (t *table) add(r row) { t.rows = append(t.rows, r) }
@@ -52,7 +51,7 @@ func (t *table) print(w io.Writer, b *bench) {
 	fmt.Fprintln(w, "Noisy when other work shares the machine: compare ratios within one run, not across runs.")
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "BACKEND\tN\tOPERATION\tPROVIDER\tENGINE\tRATIO\tGOAL\tNOTES")
+	fmt.Fprintln(tw, "BACKEND\tN\tOPERATION\tPROVIDER\tENGINE\tRATIO\tGOAL\tMET\tNOTES")
 	for _, r := range t.rows {
 		eng, ratio := "-", "-"
 		if r.eng > 0 {
@@ -68,12 +67,38 @@ func (t *table) print(w io.Writer, b *bench) {
 		if goal == "" {
 			goal = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.backend, r.n, r.op, secs(r.prov), eng, ratio, goal, r.note)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.backend, r.n, r.op, secs(r.prov), eng, ratio, goal, r.met(), r.note)
 	}
 	tw.Flush()
 	for _, s := range t.skipped {
 		fmt.Fprintf(w, "not measured: %s\n", s)
 	}
+}
+
+// met checks the goal: "<= 1.10x ..." against the ratio, "< 0.5 s" against
+// the provider's time.
+func (r row) met() string {
+	var limit float64
+	switch {
+	case strings.HasPrefix(r.goal, "<= ") && r.eng > 0 && !r.noRatio:
+		if _, err := fmt.Sscanf(r.goal, "<= %fx", &limit); err != nil {
+			return "-"
+		}
+		return yesNo(float64(r.prov)/float64(r.eng) <= limit)
+	case strings.HasPrefix(r.goal, "< ") && strings.Contains(r.goal, " s"):
+		if _, err := fmt.Sscanf(r.goal, "< %f s", &limit); err != nil {
+			return "-"
+		}
+		return yesNo(r.prov.Seconds() < limit)
+	}
+	return "-"
+}
+
+func yesNo(ok bool) string {
+	if ok {
+		return "yes"
+	}
+	return "NO"
 }
 
 func secs(d time.Duration) string { return fmt.Sprintf("%.2fs", d.Seconds()) }

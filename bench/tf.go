@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -148,7 +149,8 @@ type tfResult struct {
 	wall     time.Duration
 	exitCode int
 	output   string
-	peakRSS  int64 // bytes, provider plugin's VmHWM; 0 if not seen
+	peakRSS  int64         // bytes, provider plugin's VmHWM; 0 if not seen
+	cpu      time.Duration // user+system of terraform and the plugins it reaped
 }
 
 // run runs `terraform CMD -var n=N ARGS...` in the work directory.
@@ -158,7 +160,10 @@ func (w *workdir) run(ctx context.Context, cmd string, n int, args ...string) (t
 	argv = append(argv, args...)
 	c := exec.CommandContext(ctx, "terraform", argv...)
 	c.Env = append(filteredEnv(), "TF_CLI_CONFIG_FILE="+w.b.rcFile, "CHECKPOINT_DISABLE=1", "TF_IN_AUTOMATION=1")
-	// Interrupt, not kill, on cancellation: terraform then saves its state.
+	// Its own process group, so a Ctrl-C reaches only the bench, which
+	// sends one interrupt (a second would make terraform stop at once
+	// without saving its state).
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	c.Cancel = func() error { return c.Process.Signal(os.Interrupt) }
 	c.WaitDelay = 2 * time.Minute
 	var out bytes.Buffer
@@ -176,6 +181,9 @@ func (w *workdir) run(ctx context.Context, cmd string, n int, args ...string) (t
 	rss := watchRSS(c.Process.Pid)
 	err := c.Wait()
 	res := tfResult{wall: time.Since(start), output: out.String(), peakRSS: rss()}
+	if ps := c.ProcessState; ps != nil {
+		res.cpu = ps.UserTime() + ps.SystemTime()
+	}
 	var exit *exec.ExitError
 	switch {
 	case err == nil:

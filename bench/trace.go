@@ -163,7 +163,7 @@ func traceFleet(ctx context.Context, b *bench, kind string, n int, w io.Writer) 
 		if err != nil {
 			return err
 		}
-		if r.exitCode != 0 && !(step.cmd == "plan" && r.exitCode == 2) {
+		if r.exitCode != 0 && (step.cmd != "plan" || r.exitCode != 2) {
 			return r.must(step.cmd)
 		}
 		calls := t.take()

@@ -4,7 +4,19 @@
 // engine itself through the driver package.
 //
 // Gates: with SANDBOX_ACC_DOCKER (etc.) unset a test skips; with it set and
-// the engine not answering, the test fails and says what to run. Driver
+// the engine not answering, the test fails and says what to run.
+//
+//	SANDBOX_ACC_DOCKER  the local dockerd (DOCKER_HOST, else /var/run/docker.sock)   PreCheckDocker
+//	SANDBOX_ACC_LOCAL   bubblewrap on this machine                                   PreCheckLocal
+//	SANDBOX_ACC_INCUS   the local incusd                                             PreCheckIncus
+//	SANDBOX_ACC_SSH     dockerd through the test sshd on 127.0.0.1:2222              PreCheckSSH
+//	SANDBOX_ACC_TLS     the second dockerd with TLS on 127.0.0.1:2376                PreCheckTLS
+//
+// `scripts/setup-engines.sh ssh tls` (run by `make test` for the gates that
+// are set) starts the last two and records their addresses, keys and
+// certificates in /var/lib/sandbox-test/env.sh; TestEnv reads that file, so
+// the tests run without sourcing it. Tests that stop a server start their own
+// (StartSSHD, StartProxy) and never stop the shared ones. Driver
 // packages may use acctest only from external (`_test`) test packages, since
 // acctest imports the provider and with it every driver.
 package acctest

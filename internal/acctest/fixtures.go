@@ -168,11 +168,38 @@ var (
 // ones) leave at most that one file behind.
 func AgentBinary(t *testing.T) string {
 	t.Helper()
-	agentOnce.Do(func() { agentPath, agentErr = buildAgent() })
-	if agentErr != nil {
-		t.Fatalf("building the sandbox agent: %v", agentErr)
+	path, err := BuildAgent()
+	if err != nil {
+		t.Fatalf("building the sandbox agent: %v", err)
 	}
-	return agentPath
+	return path
+}
+
+// BuildAgent is AgentBinary for a TestMain: it builds the agent once per
+// test process and points SANDBOX_AGENT_BINARY at it, so no instance of the
+// package's tests ever gets the test binary itself as its agent.
+func BuildAgent() (string, error) {
+	agentOnce.Do(func() { agentPath, agentErr = buildAgent() })
+	return agentPath, agentErr
+}
+
+// MainWithAgent runs a package's tests with SANDBOX_AGENT_BINARY set to a
+// fresh agent build whenever acceptance tests may run (TF_ACC or a gate is
+// set); a failed build fails the run before any test starts.
+//
+//	func TestMain(m *testing.M) { os.Exit(acctest.MainWithAgent(m)) }
+func MainWithAgent(m *testing.M) int {
+	acc := os.Getenv("TF_ACC") != ""
+	for _, g := range []string{GateDocker, GateLocal, GateIncus, GateSSH, GateTLS} {
+		acc = acc || gateOn(g)
+	}
+	if acc {
+		if _, err := BuildAgent(); err != nil {
+			fmt.Fprintf(os.Stderr, "building the sandbox agent (./cmd/sandbox-agent) for the acceptance tests: %v\n", err)
+			return 1
+		}
+	}
+	return m.Run()
 }
 
 func buildAgent() (string, error) {

@@ -35,6 +35,10 @@ const (
 	BinaryName = "sandbox-agent"
 	// SubCommand is the provider binary's first argument that selects the agent.
 	SubCommand = "agent"
+
+	// InitThreads is about how many OS threads init runs with. A sandbox's
+	// pids limit counts them along with the command's processes.
+	InitThreads = 10
 )
 
 // Invoked reports whether a process started with args (os.Args) should run
@@ -70,8 +74,10 @@ func subArgs(args []string) []string {
 const usage = `usage:
   sandbox-agent init [--deadline RFC3339] [--grace 10s] [-- CMD ARGS...]
   sandbox-agent service --log PATH --pidfile PATH [--workdir DIR] -- CMD ARGS...
+  sandbox-agent exec [--no-new-privs] [--caps HEX] [--user UID[:GID]] -- CMD ARGS...
   sandbox-agent probe tcp PORT | probe http PORT PATH [STATUS] | probe pid PIDFILE
   sandbox-agent tail --bytes N PATH
+  sandbox-agent version
 `
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -85,10 +91,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runInit(rest, stderr)
 	case "service":
 		return runService(rest, stderr)
+	case "exec":
+		return runExec(rest, stderr)
 	case "probe":
 		return runProbe(rest, stderr)
 	case "tail":
 		return runTail(rest, stdout, stderr)
+	case "version":
+		fmt.Fprintln(stdout, VersionMagic)
+		return 0
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -125,6 +125,22 @@ func TestBinaryPath(t *testing.T) {
 		t.Errorf("CheckBinary accepted a %s binary for %s", runtime.GOARCH, other)
 	}
 
+	// This test binary is a static ELF too, but not the agent: as PID 1 of a
+	// sandbox it would run its tests. Refused without being run.
+	t.Setenv(agent.EnvBinary, "")
+	if _, err := agent.BinaryPath(); err == nil || !strings.Contains(err.Error(), "Go test binary") {
+		t.Errorf("BinaryPath() with the test binary as executable = %v, want a Go test binary error", err)
+	}
+	// Any other static binary does not answer `version` with the magic.
+	if _, err := os.Stat("/bin/busybox"); err == nil {
+		if err := agent.CheckBinary("/bin/busybox", runtime.GOARCH); err == nil || !strings.Contains(err.Error(), "does not answer as the agent") {
+			t.Errorf("CheckBinary(busybox) = %v, want a refusal", err)
+		}
+	}
+	if code, out, _ := runAgent(t, 5*time.Second, "version"); code != 0 || !strings.HasPrefix(out, agent.VersionMagic) {
+		t.Errorf("version: %d %q", code, out)
+	}
+
 	// A dynamically linked system binary must be refused.
 	if err := agent.CheckBinary("/bin/ls", runtime.GOARCH); err == nil || !strings.Contains(err.Error(), "dynamically linked") {
 		t.Errorf("CheckBinary(/bin/ls) = %v, want dynamically linked error", err)

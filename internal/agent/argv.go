@@ -90,3 +90,33 @@ func ProbeCommand(p Probe) []string {
 func TailCommand(n int, path string) []string {
 	return []string{PathInInstance, "tail", "--bytes", strconv.Itoa(n), path}
 }
+
+// Hardening is what ExecCommand applies to a command entering a running
+// sandbox from outside, so that it is held like the sandbox's own processes.
+type Hardening struct {
+	NoNewPrivs bool
+	// Caps are the capabilities the command may hold at most, hexadecimal
+	// as in /proc/PID/status: they become its bounding set, and its
+	// effective, permitted and inheritable sets keep only them. "" leaves
+	// capabilities alone.
+	Caps string
+	// User is a numeric "uid[:gid]" ("" keeps the caller's).
+	User string
+}
+
+// ExecCommand is the argv that applies h and then replaces itself with cmd
+// (exit status and signals are cmd's; 127 when cmd cannot be started).
+func ExecCommand(h Hardening, cmd []string) []string {
+	argv := []string{PathInInstance, "exec"}
+	if h.NoNewPrivs {
+		argv = append(argv, "--no-new-privs")
+	}
+	if h.Caps != "" {
+		argv = append(argv, "--caps", h.Caps)
+	}
+	if h.User != "" {
+		argv = append(argv, "--user", h.User)
+	}
+	argv = append(argv, "--")
+	return append(argv, cmd...)
+}

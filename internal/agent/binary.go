@@ -1,10 +1,17 @@
 package agent
 
 import (
+	"bytes"
+	"context"
+	"debug/buildinfo"
 	"debug/elf"
 	"fmt"
 	"os"
+	"os/exec"
 	"runtime"
+	"strings"
+	"sync"
+	"time"
 )
 
 // EnvBinary names a file to use as the agent instead of the running
@@ -41,9 +48,19 @@ var elfMachines = map[string]elf.Machine{
 	"s390x":   elf.EM_S390,
 }
 
-// CheckBinary verifies that path is a statically linked Linux ELF
-// executable for goarch, with an error that says how to get one.
+// CheckBinary verifies that path is the agent: a statically linked Linux
+// ELF executable for goarch that answers `version` with VersionMagic (asked
+// when this host can run it). The error says how to get one.
 func CheckBinary(path, goarch string) error {
+	if err := checkELF(path, goarch); err != nil {
+		return err
+	}
+	return checkIdentity(path, goarch)
+}
+
+// checkELF verifies that path is a statically linked Linux ELF executable
+// for goarch.
+func checkELF(path, goarch string) error {
 	const fix = "build it with CGO_ENABLED=0 GOOS=linux GOARCH=%s (e.g. go build ./cmd/sandbox-agent) and point %s at it"
 	hint := fmt.Sprintf(fix, goarch, EnvBinary)
 	f, err := elf.Open(path)
@@ -63,4 +80,63 @@ func CheckBinary(path, goarch string) error {
 		}
 	}
 	return nil
+}
+
+// VersionMagic starts the output of `sandbox-agent version`; CheckBinary
+// asks for it to tell the agent from any other static binary (a Go test
+// binary above all, which would run its tests as the sandbox's PID 1).
+const VersionMagic = "sandbox-agent protocol 1"
+
+// identities caches checkIdentity per file version: the answer costs a
+// process start.
+var identities sync.Map // "path|size|mtime" -> error (nil: the agent)
+
+// checkIdentity refuses a Go test binary outright (running one would run
+// its tests) and, when this host can run path, runs `version` and expects
+// VersionMagic.
+func checkIdentity(path, goarch string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("sandbox agent: %w", err)
+	}
+	key := fmt.Sprintf("%s|%d|%d", path, fi.Size(), fi.ModTime().UnixNano())
+	if v, ok := identities.Load(key); ok {
+		err, _ := v.(error)
+		return err
+	}
+	err = identify(path, goarch)
+	identities.Store(key, err)
+	return err
+}
+
+func identify(path, goarch string) error {
+	hint := fmt.Sprintf("build the agent with CGO_ENABLED=0 GOOS=linux GOARCH=%s go build ./cmd/sandbox-agent (or use the provider binary) and point %s at it", goarch, EnvBinary)
+	if bi, err := buildinfo.ReadFile(path); err == nil && strings.HasSuffix(bi.Path, ".test") {
+		return fmt.Errorf("sandbox agent %s is a Go test binary (%s), not the agent: %s", path, bi.Path, hint)
+	}
+	if runtime.GOOS != "linux" || goarch != runtime.GOARCH {
+		return nil // cannot run it here; the ELF checks must do
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path)
+	cmd.Args = []string{BinaryName, "version"} // the name alone selects the agent
+	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
+	cmd.WaitDelay = time.Second
+	out, err := cmd.Output()
+	if !bytes.HasPrefix(out, []byte(VersionMagic)) {
+		if err == nil {
+			err = fmt.Errorf("printed %q", firstLine(out))
+		}
+		return fmt.Errorf("sandbox agent %s does not answer as the agent (`%s version`: %v): %s", path, BinaryName, err, hint)
+	}
+	return nil
+}
+
+func firstLine(b []byte) string {
+	line, _, _ := strings.Cut(string(b), "\n")
+	if len(line) > 80 {
+		line = line[:80]
+	}
+	return line
 }

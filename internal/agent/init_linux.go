@@ -81,6 +81,9 @@ func runInit(args []string, stderr io.Writer) int {
 	}
 	sigs := make(chan os.Signal, 32)
 	signal.Notify(sigs, append([]os.Signal{syscall.SIGCHLD}, forwarded...)...)
+	// Every thread init needs exists before the command can fork.
+	prepareThreads()
+	markReady()
 	if len(cfg.argv) > 0 {
 		if err := s.start(cfg.argv); err != nil {
 			fmt.Fprintf(stderr, "sandbox-agent: init: %v\n", err)

@@ -20,4 +20,8 @@ func runService(_ []string, stderr io.Writer) int {
 	return usageError(stderr, "service: %v", errNotLinux)
 }
 
+func runExec(_ []string, stderr io.Writer) int {
+	return usageError(stderr, "exec: %v", errNotLinux)
+}
+
 func probePID(string) error { return errNotLinux }

@@ -310,3 +310,36 @@ func TestInitUser(t *testing.T) {
 		t.Errorf("--user with a name: exit %d, want %d", code, agent.ExitUsage)
 	}
 }
+
+// TestExecHardening: `exec` gives the command no_new_privs, the bounding set
+// and the user it is told, and what it holds never exceeds that set.
+func TestExecHardening(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to change capabilities and users")
+	}
+	status := "grep -E '^(NoNewPrivs|CapEff|CapBnd|CapInh|CapAmb):' /proc/self/status; id -u; id -G"
+	cases := []struct {
+		h    agent.Hardening
+		want string
+	}{
+		{agent.Hardening{NoNewPrivs: true, Caps: "400"},
+			"CapInh:\t0000000000000000\nCapEff:\t0000000000000400\nCapBnd:\t0000000000000400\nCapAmb:\t0000000000000000\nNoNewPrivs:\t1\n0\n0\n"},
+		{agent.Hardening{NoNewPrivs: true, Caps: "400", User: "1000:1001"},
+			"CapInh:\t0000000000000000\nCapEff:\t0000000000000000\nCapBnd:\t0000000000000400\nCapAmb:\t0000000000000000\nNoNewPrivs:\t1\n1000\n1001\n"},
+		{agent.Hardening{Caps: "0"},
+			"CapInh:\t0000000000000000\nCapEff:\t0000000000000000\nCapBnd:\t0000000000000000\nCapAmb:\t0000000000000000\nNoNewPrivs:\t0\n0\n0\n"},
+	}
+	for _, c := range cases {
+		argv := agent.ExecCommand(c.h, []string{"sh", "-c", status})
+		code, out, errOut := runAgent(t, 10*time.Second, argv[1:]...)
+		if code != 0 || out != c.want {
+			t.Errorf("%v: exit %d\n%s\nwant\n%s\nstderr: %s", argv[1:len(argv)-3], code, out, c.want, errOut)
+		}
+	}
+	if code, _, errOut := runAgent(t, 10*time.Second, "exec", "--", "/no/such/command"); code != agent.ExitNotStarted || errOut == "" {
+		t.Errorf("exec of a missing command: exit %d stderr %q", code, errOut)
+	}
+	if code, out, _ := runAgent(t, 10*time.Second, "exec", "--", "sh", "-c", "exit 7"); code != 7 || out != "" {
+		t.Errorf("exec exit status: %d %q, want the command's 7", code, out)
+	}
+}

@@ -82,6 +82,10 @@ func (r *resolver) fail(field, summary, format string, a ...any) {
 	r.problems = append(r.problems, configProblem{field: field, summary: summary, detail: fmt.Sprintf(format, a...)})
 }
 
+func (r *resolver) warn(field, summary, format string, a ...any) {
+	r.problems = append(r.problems, configProblem{field: field, summary: summary, detail: fmt.Sprintf(format, a...), warning: true})
+}
+
 // file expands a user-given file path and checks it exists.
 func (r *resolver) file(field string, p *string) {
 	if *p == "" {
@@ -202,9 +206,14 @@ func (r *resolver) dockerTCP(d *driver.DockerConfig, u *url.URL) {
 	r.file("tls_cert_file", &d.TLSCertFile)
 	r.file("tls_key_file", &d.TLSKeyFile)
 	r.pair("tls_cert_file", "tls_key_file", d.TLSCertFile, d.TLSKeyFile)
-	if d.TLSCAFile == "" && d.TLSCertFile == "" && !isLoopback(host) && !d.AllowInsecureTCP {
-		r.fail("host", "Insecure Docker Host", "`docker.host` %q is plain TCP to a non-loopback host: anyone on the network could take over the engine. "+
-			"Set `docker.tls_ca_file`, `docker.tls_cert_file` and `docker.tls_key_file`, use an `ssh://` host, or set `docker.allow_insecure_tcp = true` if the network is trusted.", d.Host)
+	if d.TLSCAFile == "" && d.TLSCertFile == "" && !isLoopback(host) {
+		if !d.AllowInsecureTCP {
+			r.fail("host", "Insecure Docker Host", "`docker.host` %q is plain TCP to a non-loopback host: anyone on the network could take over the engine. "+
+				"Set `docker.tls_ca_file`, `docker.tls_cert_file` and `docker.tls_key_file`, use an `ssh://` host, or set `docker.allow_insecure_tcp = true` if the network is trusted.", d.Host)
+		} else {
+			r.warn("allow_insecure_tcp", "Unencrypted Docker Connection", "`docker.host` %q is plain TCP without TLS (`docker.allow_insecure_tcp = true`): "+
+				"anyone on the network path can read the traffic and take over the engine. Use TLS or an `ssh://` host unless the network is trusted.", d.Host)
+		}
 	}
 	setDefault(&d.AdvertiseHost, host)
 	setDefault(&d.PortStrategy, driver.PortStrategyDynamic)

@@ -169,3 +169,24 @@ func TestBackendIdentityAndImportID(t *testing.T) {
 		}
 	}
 }
+
+// Plain TCP to a remote host is refused unless opted in, and then warned
+// about; loopback needs neither.
+func TestResolveInsecureTCP(t *testing.T) {
+	cases := []struct {
+		host     string
+		optIn    bool
+		problems int
+		warning  bool
+	}{
+		{"tcp://192.0.2.1:2375", false, 1, false},
+		{"tcp://192.0.2.1:2375", true, 1, true},
+		{"tcp://127.0.0.1:2375", false, 0, false},
+	}
+	for _, c := range cases {
+		_, problems := resolveBackend(dockerCfg(driver.DockerConfig{Host: c.host, AllowInsecureTCP: c.optIn}), testEnv(nil))
+		if len(problems) != c.problems || (c.problems > 0 && problems[0].warning != c.warning) {
+			t.Errorf("%s (opt-in %v): got %+v", c.host, c.optIn, problems)
+		}
+	}
+}

@@ -85,8 +85,8 @@ func backendBlockAttributes(drv string) map[string]schema.Attribute {
 var backendDefaultDoc = map[string]string{
 	"docker.host":             " Defaults to `DOCKER_HOST`, else `" + DefaultDockerHost + "`.",
 	"docker.known_hosts_file": " Defaults to `~/.ssh/known_hosts` for `ssh://` hosts without `host_key_fingerprint`.",
-	"docker.advertise_host":   " Defaults to `127.0.0.1` for `unix://`, else the host of `host`.",
-	"docker.port_strategy":    " Defaults to `loopback_ip` for `unix://`, else `dynamic`.",
+	"docker.advertise_host":   " Defaults to `127.0.0.1` for `unix://`, else the host of `host` (for `ssh://`, the SSH host).",
+	"docker.port_strategy":    " Defaults to `loopback_ip` on the local socket (`unix://`) and `dynamic` on remote hosts (`tcp://`, `ssh://`), where 127.0.0.x addresses are out of reach.",
 	"docker.tls_ca_file":      " With `host` from `DOCKER_HOST`, `DOCKER_TLS_VERIFY` and `DOCKER_CERT_PATH` fill the three TLS files.",
 	"incus.project":           " Defaults to the backend name.",
 	"incus.advertise_host":    " Defaults to `127.0.0.1` for the local server, else the host of `address`.",

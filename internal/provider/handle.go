@@ -36,18 +36,42 @@ type handleField struct {
 // handleFields lists, per driver block, the attributes a handle records.
 var handleFields = map[string][]handleField{
 	driver.Docker: {
-		{name: "host", identity: true, description: "Docker Engine address: `unix://`, `tcp://` or `ssh://`."},
-		{name: "ssh_key_file", description: "Private key file for `ssh://` hosts."},
-		{name: "ssh_key_passphrase_env", description: "Environment variable holding the passphrase of `ssh_key_file`."},
-		{name: "known_hosts_file", description: "known_hosts file used to verify the SSH host key."},
-		{name: "host_key_fingerprint", description: "SHA256 fingerprint the SSH host key must have."},
-		{name: "ssh_jump_host", description: "Bastion (`user@host:port`) the SSH connection goes through."},
-		{name: "remote_socket", description: "Docker socket path on the SSH host."},
-		{name: "tls_ca_file", description: "CA certificate that signs the Docker daemon's TLS certificate."},
-		{name: "tls_cert_file", description: "Client certificate for `tcp://` with TLS."},
-		{name: "tls_key_file", description: "Client key for `tcp://` with TLS."},
-		{name: "allow_insecure_tcp", isBool: true, description: "Allow plain `tcp://` without TLS to a non-loopback host."},
-		{name: "advertise_host", description: "Host name or address where published ports are reached."},
+		{name: "host", identity: true, description: "Docker Engine address: `unix:///PATH`, `tcp://HOST:PORT` or " +
+			"`ssh://[USER@]HOST[:PORT][/SOCKET]`. Over `ssh://` the provider holds one SSH connection per backend " +
+			"(golang.org/x/crypto/ssh: neither an `ssh` binary nor a docker CLI is needed on either side), shared by " +
+			"every resource and concurrent call, kept alive and redialled transparently when it drops; each API " +
+			"connection is forwarded to the remote Docker socket. Images are built from a context uploaded through " +
+			"the API, and volumes and files are uploaded the same way, so no local path needs to exist on the remote host."},
+		{name: "ssh_key_file", description: "Private key file for `ssh://` hosts. Authentication offers, in this order and " +
+			"in one attempt, this key, then the keys of the ssh-agent at `SSH_AUTH_SOCK`, then the provider's " +
+			"`ssh_private_key` (or `SANDBOX_SSH_PRIVATE_KEY`); the server takes the first one it accepts."},
+		{name: "ssh_key_passphrase_env", description: "Name of the environment variable that holds the passphrase of an " +
+			"encrypted `ssh_key_file`. The passphrase itself never appears in configuration or state."},
+		{name: "known_hosts_file", description: "OpenSSH known_hosts file that verifies the SSH host key (and that of " +
+			"`ssh_jump_host`); host keys are always verified, never trusted silently. Hashed entries (`ssh-keygen -H`) " +
+			"and entries for non-default ports (`[host]:2222`) are understood, `@revoked` keys are refused. An unknown " +
+			"or changed key fails with the fingerprint the server offered and the line or setting that trusts it."},
+		{name: "host_key_fingerprint", description: "SHA256 fingerprint (`SHA256:...`, as `ssh-keygen -lf` prints it) " +
+			"the SSH host key must have; it replaces `known_hosts_file` for the target host. When unset, the plan records " +
+			"in `handle.docker.host_key_fingerprint` the key known_hosts trusts for the host (asking the host only when " +
+			"known_hosts holds several keys for it or none): every resource then verifies exactly that key, and " +
+			"trusting another key shows in the plan as a change of the handle. An unknown host fails the plan with " +
+			"the fingerprint it offered and how to trust it."},
+		{name: "ssh_jump_host", description: "Bastion `[user@]host[:port]` the SSH connection goes through, for hosts " +
+			"that are not directly reachable. Its user defaults to the target's and its port to 22; it is authenticated " +
+			"with the same keys and verified against `known_hosts_file`."},
+		{name: "remote_socket", description: "Docker (or Podman) socket path on the SSH host. Defaults to the path of " +
+			"an `ssh://` `host` (e.g. `ssh://me@host/run/user/1000/podman/podman.sock`), else `/var/run/docker.sock`."},
+		{name: "tls_ca_file", description: "CA certificate (PEM) that signs the daemon's certificate, for `tcp://` with " +
+			"TLS. The daemon's certificate must name the host of `host` (the server name is verified)."},
+		{name: "tls_cert_file", description: "Client certificate (PEM) for a daemon started with `--tlsverify`; set together with `tls_key_file`."},
+		{name: "tls_key_file", description: "Private key (PEM) of `tls_cert_file`."},
+		{name: "allow_insecure_tcp", isBool: true, description: "Allow plain `tcp://` without TLS to a host that is not " +
+			"loopback. Without it such a host is refused at plan time; with it the plan warns, since anyone on the " +
+			"network path could take over the engine. Prefer TLS or `ssh://`."},
+		{name: "advertise_host", description: "Host name or address where published ports are reached: instance " +
+			"`endpoints` are `<advertise_host>:<port>` (or the sandbox's 127.0.0.x under `loopback_ip`). Set it when " +
+			"the engine's ports are reached at another address than `host` (a public or VPN address)."},
 		{name: "port_strategy", description: "How ports are published: " + enumDoc(portStrategyValues) + "."},
 		{name: "internal", isBool: true, description: "Whether the backend network has no egress."},
 	},

@@ -77,7 +77,7 @@ func (r *instanceResource) importedAttributes(ctx context.Context, backend types
 		"image":    types.StringValue(inst.Image),
 		"type":     types.StringValue(orDefault(inst.Type, driver.TypeContainer)),
 		"network":  types.StringValue(driver.NetworkIsolated),
-		"running":  types.BoolValue(inst.Status != driver.StatusStopped && inst.Status != driver.StatusCreated),
+		"running":  types.BoolValue(importedRunning(inst.Status)),
 		"labels":   labelsValue,
 		"ports":    ports,
 		"security": defaultSecurity(),
@@ -86,6 +86,18 @@ func (r *instanceResource) importedAttributes(ctx context.Context, backend types
 		diags.Append(resp.State.SetAttribute(ctx, path.Root(k), v)...)
 	}
 	return diags
+}
+
+// importedRunning is the `running` an import records: whether the sandbox
+// runs now. Stopped, never started and expired ones do not (an expired one
+// cannot run again); only a status the driver could not classify counts as
+// running, so the next apply does not start something that may run.
+func importedRunning(status string) bool {
+	switch status {
+	case driver.StatusStopped, driver.StatusCreated, driver.StatusExpired:
+		return false
+	}
+	return true
 }
 
 // backendConfigFromImportID resolves a sandbox_backend import ID into the

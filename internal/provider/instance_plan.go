@@ -30,6 +30,9 @@ func (r *instanceResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 		return
 	}
 	checkCapabilities(ctx, plan, resp)
+	if !resp.Diagnostics.HasError() {
+		r.checkEngineLimits(ctx, plan, resp) // what this engine lacks (instance_engine_check.go)
+	}
 	if req.State.Raw.IsNull() {
 		return // create: every computed value is known after apply
 	}
@@ -39,7 +42,20 @@ func (r *instanceResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 		return
 	}
 	planRunState(&plan, state, &resp.Diagnostics)
+	planHandle(&plan, state, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+}
+
+// planHandle follows an in-place change of the backend's connection settings
+// (a newly trusted host key, another key file, ...): the instance's handle
+// carries the new backend handle, so it is known in the plan.
+func planHandle(plan *instanceModel, state instanceModel, diags *diag.Diagnostics) {
+	if !known(plan.Backend) || plan.Backend.Equal(state.Backend) {
+		return
+	}
+	h, d := instanceHandleValue(plan.Backend, state.ID.ValueString(), state.Name.ValueString(), state.Type.ValueString())
+	diags.Append(d...)
+	plan.Handle = h
 }
 
 // checkCapabilities reports, at the attribute that asks for it, what the

@@ -162,18 +162,28 @@ func (r *instanceResource) Update(ctx context.Context, req resource.UpdateReques
 		// Keep the prior state: the next plan proposes what did not happen.
 		resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 	}
-	if limitsChanged(plan, state) {
+	status := state.Status.ValueString()
+	starting := spec.Running && status != driver.StatusRunning && status != driver.StatusExpired
+	// Limits change after a start rather than before it: Podman changes the
+	// limits of running containers only (internal/driver/docker/podman.go).
+	updateLimits := func() bool {
 		limits := driver.Limits{CPUs: spec.CPUs, MemoryBytes: spec.MemoryBytes, PidsLimit: spec.PidsLimit}
 		if err := drv.UpdateInstance(ctx, id, limits); err != nil {
 			fail("memory", "changing the limits of", err)
-			return
+			return false
 		}
+		return true
 	}
-	status := state.Status.ValueString()
+	if limitsChanged(plan, state) && !starting && !updateLimits() {
+		return
+	}
 	switch {
-	case spec.Running && status != driver.StatusRunning && status != driver.StatusExpired:
+	case starting:
 		if err := drv.StartInstance(ctx, id); err != nil {
 			fail("running", "starting", err)
+			return
+		}
+		if limitsChanged(plan, state) && !updateLimits() {
 			return
 		}
 	case !spec.Running && status == driver.StatusRunning:

@@ -200,6 +200,22 @@ func TestAccInstance_lifetime(t *testing.T) {
 					sameID.AddStateValue(instanceAddr, tfjsonpath.New("id")),
 				},
 			},
+			resource.TestStep{
+				// Imported, an expired sandbox is not running.
+				ResourceName:      instanceAddr,
+				ImportState:       true,
+				ImportStateIdFunc: importID(e.name),
+				ImportStateCheck: func(states []*terraform.InstanceState) error {
+					if len(states) != 1 {
+						return fmt.Errorf("imported %d objects, want 1", len(states))
+					}
+					a := states[0].Attributes
+					if a["status"] != driver.StatusExpired || a["running"] != "false" {
+						return fmt.Errorf("imported expired instance: status %q running %q, want %q \"false\"", a["status"], a["running"], driver.StatusExpired)
+					}
+					return nil
+				},
+			},
 		)
 	})
 }
@@ -317,16 +333,11 @@ resource "sandbox_volume" "test" {
 
 func TestAccInstance_security(t *testing.T) {
 	eachBackend(t, func(t *testing.T, e accEnv) {
-		// TODO(local driver): with overlayfs, a read-only root cannot take
-		// the mount points bwrap creates (/workspace): "Can't mkdir
-		// /workspace: Read-only file system". Enable it there once fixed.
-		readOnly := true
-		body := sleepCmd + fmt.Sprintf(`
+		body := sleepCmd + `
   security = {
-    read_only_rootfs = %t
+    read_only_rootfs = true
     capabilities     = { add = ["NET_BIND_SERVICE"], drop = ["ALL"] }
-  }`, readOnly)
-		wantRootfs := map[bool]string{true: "read-only", false: "writable"}[readOnly]
+  }`
 		runInstanceTest(t, e, resource.TestStep{
 			Config: e.config(backendOpts{}, body),
 			ConfigStateChecks: []statecheck.StateCheck{
@@ -338,7 +349,12 @@ func TestAccInstance_security(t *testing.T) {
 				// PID 1 is the sandbox's own init, started by the engine.
 				checkExec("NoNewPrivs:\t1", "grep", "NoNewPrivs", "/proc/1/status"),
 				checkExec("CapEff:\t0000000000000400", "grep", "CapEff", "/proc/1/status"),
-				checkExec(wantRootfs, "sh", "-c", "touch /new 2>/dev/null && echo writable || echo read-only"),
+				// A command run in it from outside is held the same way.
+				checkExec("NoNewPrivs:\t1", "grep", "NoNewPrivs", "/proc/self/status"),
+				checkExec("CapEff:\t0000000000000400", "grep", "CapEff", "/proc/self/status"),
+				checkExec("read-only", "sh", "-c", "touch /new 2>/dev/null && echo writable || echo read-only"),
+				// The workdir stays writable on a read-only root.
+				checkExec("writable", "sh", "-c", "touch /workspace/new 2>/dev/null && echo writable || echo read-only"),
 			),
 		})
 	})

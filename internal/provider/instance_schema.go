@@ -97,10 +97,12 @@ func mergeAttributes(ms ...map[string]schema.Attribute) map[string]schema.Attrib
 func instanceInputAttributes() map[string]schema.Attribute {
 	return map[string]schema.Attribute{
 		"backend": schema.SingleNestedAttribute{
-			Required:      true,
-			Description:   "The backend to run on: `sandbox_backend.NAME.handle`. A change replaces the sandbox.",
+			Required: true,
+			Description: "The backend to run on: `sandbox_backend.NAME.handle`. Moving to another engine or scope (driver, " +
+				"name, host, address, project, namespace, root) replaces the sandbox; a change of connection settings " +
+				"(key files, a newly trusted SSH host key, ...) updates it in place.",
 			Attributes:    handleAttributes(false),
-			PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplace()},
+			PlanModifiers: []planmodifier.Object{backendRequiresReplace()},
 		},
 		"image": schema.StringAttribute{
 			Required:      true,

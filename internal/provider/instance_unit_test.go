@@ -101,3 +101,17 @@ func TestInstanceHandleRoundTrip(t *testing.T) {
 		t.Error("an unknown handle must be an error")
 	}
 }
+
+func TestImportedRunning(t *testing.T) {
+	for status, want := range map[string]bool{
+		driver.StatusRunning: true,
+		driver.StatusUnknown: true,
+		driver.StatusStopped: false,
+		driver.StatusCreated: false,
+		driver.StatusExpired: false, // its lifetime ended: it does not run, and cannot again
+	} {
+		if got := importedRunning(status); got != want {
+			t.Errorf("importedRunning(%q) = %v, want %v", status, got, want)
+		}
+	}
+}

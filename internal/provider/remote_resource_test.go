@@ -7,11 +7,13 @@ package provider_test
 // (plus SANDBOX_ACC_DOCKER for the local-socket half of the mixed fleet).
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -26,6 +28,10 @@ import (
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/acctest"
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
 )
+
+// endpointRe: published ports of remote hosts are reached at advertise_host
+// (here the loopback address of the remote host) on a dynamic port.
+var endpointRe = regexp.MustCompile(`^127\.0\.0\.1:[0-9]+$`)
 
 // remoteEnv is one remote backend of a test and its local fixtures.
 type remoteEnv struct {
@@ -120,7 +126,8 @@ func checkServes(addr, port, want string) resource.TestCheckFunc {
 	}
 }
 
-func handleField(addr, field string) tfjsonpath.Path {
+// handleField is the path of a docker field in a backend handle.
+func handleField(field string) tfjsonpath.Path {
 	return tfjsonpath.New("handle").AtMapKey("docker").AtMapKey(field)
 }
 
@@ -131,8 +138,8 @@ func testAccRemoteStack(t *testing.T, e remoteEnv, extra ...statecheck.StateChec
 	const res = "test"
 	backendID := acctest.DockerImportID(e.cfg)
 	checks := append([]statecheck.StateCheck{
-		statecheck.ExpectKnownValue("sandbox_backend.test", handleField("", "port_strategy"), knownvalue.StringExact(driver.PortStrategyDynamic)),
-		statecheck.ExpectKnownValue("sandbox_backend.test", handleField("", "advertise_host"), knownvalue.StringExact("127.0.0.1")),
+		statecheck.ExpectKnownValue("sandbox_backend.test", handleField("port_strategy"), knownvalue.StringExact(driver.PortStrategyDynamic)),
+		statecheck.ExpectKnownValue("sandbox_backend.test", handleField("advertise_host"), knownvalue.StringExact("127.0.0.1")),
 		statecheck.ExpectKnownValue("sandbox_instance.test", tfjsonpath.New("endpoints").AtMapKey("http"), knownvalue.StringRegexp(endpointRe)),
 		statecheck.ExpectKnownValue("sandbox_instance.test", tfjsonpath.New("status"), knownvalue.StringExact(driver.StatusRunning)),
 	}, extra...)
@@ -165,14 +172,14 @@ func TestAccRemote_sshStack(t *testing.T) {
 	acctest.PreCheckSSH(t)
 	e := newRemoteEnv(t, acctest.SSHDriverConfig(acctest.RandomName("tf-acc")))
 	// The host key known_hosts trusts is recorded in the handle.
-	testAccRemoteStack(t, e, statecheck.ExpectKnownValue("sandbox_backend.test", handleField("", "host_key_fingerprint"),
+	testAccRemoteStack(t, e, statecheck.ExpectKnownValue("sandbox_backend.test", handleField("host_key_fingerprint"),
 		knownvalue.StringExact(acctest.TestEnv(acctest.EnvSSHFingerprint))))
 }
 
 func TestAccRemote_tlsStack(t *testing.T) {
 	acctest.PreCheckTLS(t)
 	e := newRemoteEnv(t, acctest.TLSDriverConfig(acctest.RandomName("tf-acc")))
-	testAccRemoteStack(t, e, statecheck.ExpectKnownValue("sandbox_backend.test", handleField("", "tls_ca_file"),
+	testAccRemoteStack(t, e, statecheck.ExpectKnownValue("sandbox_backend.test", handleField("tls_ca_file"),
 		knownvalue.StringExact(acctest.TestEnv(acctest.EnvTLSCA))))
 }
 
@@ -224,12 +231,12 @@ resource "sandbox_instance" "fleet" {
 // the two backends' objects never mix.
 func checkInstanceCount(cfg driver.Config, want int) resource.TestCheckFunc {
 	return func(*terraform.State) error {
-		d, err := driver.Open(t0(), acctest.DirectConfig(cfg))
+		d, err := driver.Open(context.Background(), acctest.DirectConfig(cfg))
 		if err != nil {
 			return err
 		}
 		defer d.Close()
-		insts, err := d.ListInstances(t0())
+		insts, err := d.ListInstances(context.Background())
 		if err != nil {
 			return err
 		}

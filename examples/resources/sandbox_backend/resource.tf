@@ -17,6 +17,22 @@ resource "sandbox_backend" "gpu" {
   }
 }
 
+# A host behind a bastion, its host key pinned instead of known_hosts (the
+# plan otherwise records the key known_hosts trusts), an encrypted key whose
+# passphrase comes from an environment variable, and ports reached at the
+# host's private address.
+resource "sandbox_backend" "private" {
+  name = "private"
+  docker = {
+    host                   = "ssh://ubuntu@10.0.3.7"
+    ssh_jump_host          = "ubuntu@bastion.example.com:22"
+    ssh_key_file           = "~/.ssh/id_ed25519"
+    ssh_key_passphrase_env = "SSH_KEY_PASSPHRASE"
+    host_key_fingerprint   = "SHA256:mVPwvezndPv/ARoIadVY98vAC0g+P/5633yTC4d/wXE"
+    advertise_host         = "10.0.3.7"
+  }
+}
+
 # A remote Docker host over TCP with mutual TLS.
 resource "sandbox_backend" "tls" {
   name = "ci"

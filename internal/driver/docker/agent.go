@@ -101,11 +101,12 @@ func (d *Driver) ensureAgentVolume(ctx context.Context, bin string) (string, err
 	if d.agent.volume != "" {
 		return d.agent.volume, nil
 	}
-	data, err := os.ReadFile(bin)
+	// Hashed as a stream: the binary (tens of MiB) is read into memory only
+	// when it has to be uploaded, not on every run that finds the volume.
+	sum, err := fileSHA256(bin)
 	if err != nil {
 		return "", fmt.Errorf("read sandbox agent: %w", err)
 	}
-	sum := sha256.Sum256(data)
 	// v2: the volume also holds an empty run/ (the mount point of stateDir).
 	name := "sandbox-agent-v2-" + hex.EncodeToString(sum[:6])
 	cli, err := d.api()
@@ -124,6 +125,13 @@ func (d *Driver) ensureAgentVolume(ctx context.Context, bin string) (string, err
 			return "", d.wrap(err, "replace agent volume %q", name)
 		}
 	}
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		return "", fmt.Errorf("read sandbox agent: %w", err)
+	}
+	if sha256.Sum256(data) != sum {
+		return "", fmt.Errorf("read sandbox agent: %s changed while it was read", bin)
+	}
 	labels := map[string]string{driver.LabelManagedBy: driver.ManagedByValue, labelAgentDigest: digest}
 	if err := d.createVolume(ctx, name, labels); err != nil {
 		return "", err
@@ -138,6 +146,22 @@ func (d *Driver) ensureAgentVolume(ctx context.Context, bin string) (string, err
 	}
 	d.agent.volume = name
 	return name, nil
+}
+
+// fileSHA256 hashes a file without holding it in memory.
+func fileSHA256(path string) ([sha256.Size]byte, error) {
+	var sum [sha256.Size]byte
+	f, err := os.Open(path)
+	if err != nil {
+		return sum, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return sum, err
+	}
+	copy(sum[:], h.Sum(nil))
+	return sum, nil
 }
 
 // forgetAgentVolume drops the cached volume name, so the next use checks

@@ -197,6 +197,9 @@ func (d *Driver) engine(ctx context.Context) (*engineInfo, error) {
 	inf = d.describe(sys, ver.Version, ver.APIVersion, isPodman(ver.Components))
 	inf.diskLimit = d.probeDiskLimit(ctx, inf)
 	inf.info.Capabilities = d.capabilities(inf)
+	if inf.podman { // what this Podman cannot do (podman.go)
+		inf.info.Capabilities = podmanCapabilities(sys, inf.info.Capabilities)
+	}
 	d.mu.Lock()
 	d.inf = inf
 	d.mu.Unlock()

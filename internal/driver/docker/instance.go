@@ -80,6 +80,9 @@ func (d *Driver) createOnce(ctx context.Context, spec driver.InstanceSpec) (inst
 		return driver.Instance{}, err
 	}
 	created, err := cli.ContainerCreate(ctx, plan.cfg, plan.host, plan.net, nil, plan.name)
+	if errors.Is(d.wrap(err, ""), driver.ErrAlreadyExists) && d.removeInterrupted(ctx, cli, plan.name, spec) {
+		created, err = cli.ContainerCreate(ctx, plan.cfg, plan.host, plan.net, nil, plan.name)
+	}
 	if err != nil {
 		if ctx.Err() != nil && !isConflict(err) {
 			// Cancelled mid-request: the engine may have created it anyway.
@@ -133,6 +136,7 @@ func (d *Driver) plan(ctx context.Context, spec driver.InstanceSpec) (*createPla
 	}
 	steps := []func(context.Context, *createPlan, driver.InstanceSpec) error{
 		d.planDisk, d.planNetwork, d.planPorts, d.planMounts, d.planInit,
+		d.planPodman, // Podman only: image label, limits it cannot enforce (podman.go)
 	}
 	for _, step := range steps {
 		if err := step(ctx, p, spec); err != nil {

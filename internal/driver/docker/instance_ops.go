@@ -173,6 +173,7 @@ func (d *Driver) toInstance(o observed) driver.Instance {
 	inst.Status = status(o.state, o.exitCode, inst.ExpiresAt)
 	inst.IPAddress = d.ipOf(o.networks)
 	inst.Endpoints = d.endpoints(o)
+	podmanObserved(&inst) // Podman: the image as given, no build label (podman.go)
 	return inst
 }
 

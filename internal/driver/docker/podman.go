@@ -17,6 +17,18 @@ package docker
 //     refused for a stopped container, and a restart of the container brings
 //     back the limits it was created with (Podman does not record the
 //     change). Newer Podman versions that answer the Docker endpoint use it.
+//   - Limits. Rootless Podman on cgroup v1 cannot set any cgroup limit, and
+//     a Podman whose host lacks a controller cannot set that limit; it then
+//     creates the container anyway with a warning. podmanCapabilities leaves
+//     such limits out of Info's capabilities (so sandbox_backend shows it
+//     and the provider refuses them at plan time) and planPodman refuses
+//     them at create instead of running an unlimited sandbox.
+//   - Observed image and labels. Podman reports a container's image as the
+//     name it resolved (e.g. docker.io/<tag> for an image ID given at
+//     create), where Docker reports the reference as given, and its builds
+//     label every image io.buildah.version, which containers inherit. The
+//     driver records the reference in the sandbox.image label at create
+//     (planPodman) and podmanObserved reports it, without the build label.
 //   - exec in a missing working directory exits 127 (Docker: 126);
 //     missingWorkdir accepts both.
 //   - Rootful Podman raises RLIMIT_NOFILE/NPROC of containers to 1048576/
@@ -45,6 +57,7 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/system"
 
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
 )
@@ -71,6 +84,85 @@ func podmanError(err error) error {
 		}
 	}
 	return err
+}
+
+// podmanCapabilities removes from caps the limits this Podman cannot set.
+func podmanCapabilities(sys system.Info, caps []string) []string {
+	rootless := false
+	for _, o := range sys.SecurityOptions {
+		if strings.Contains(o, "name=rootless") {
+			rootless = true
+		}
+	}
+	drop := map[string]bool{}
+	if rootless && sys.CgroupVersion == "1" {
+		// Without systemd delegation there is no cgroup of its own to limit.
+		drop[driver.CapCPULimit], drop[driver.CapMemoryLimit], drop[driver.CapPidsLimit] = true, true, true
+	}
+	if !sys.PidsLimit {
+		drop[driver.CapPidsLimit] = true
+	}
+	if !sys.CPUCfsQuota {
+		drop[driver.CapCPULimit] = true
+	}
+	out := make([]string, 0, len(caps))
+	for _, c := range caps {
+		if !drop[c] {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// labelImageRef records, on Podman, the image reference a container was
+// created from.
+const labelImageRef = "sandbox.image"
+
+// podmanInjectedLabels are labels Podman's builds put on every image, which
+// its containers then carry although nobody set them.
+var podmanInjectedLabels = []string{"io.buildah.version"}
+
+// podmanObserved corrects what toInstance reports of a container this driver
+// made on Podman (it carries labelImageRef); others are left as they are.
+func podmanObserved(inst *driver.Instance) {
+	ref, ok := inst.Labels[labelImageRef]
+	if !ok {
+		return
+	}
+	inst.Image = ref
+	labels := make(map[string]string, len(inst.Labels))
+	for k, v := range inst.Labels {
+		labels[k] = v
+	}
+	for _, k := range podmanInjectedLabels {
+		delete(labels, k)
+	}
+	inst.Labels = labels
+}
+
+// planPodman records the image reference and refuses limits the engine
+// cannot enforce: Podman would create the container with a warning and no
+// limit.
+func (d *Driver) planPodman(ctx context.Context, p *createPlan, spec driver.InstanceSpec) error {
+	ei, err := d.engine(ctx)
+	if err != nil || !ei.podman {
+		return err
+	}
+	p.cfg.Labels[labelImageRef] = spec.Image
+	for _, l := range []struct {
+		attr, capability string
+		set              bool
+	}{
+		{"cpus", driver.CapCPULimit, spec.CPUs > 0},
+		{"memory", driver.CapMemoryLimit, spec.MemoryBytes > 0},
+		{"pids_limit", driver.CapPidsLimit, spec.PidsLimit > 0},
+	} {
+		if l.set && !ei.info.Has(l.capability) {
+			return fmt.Errorf("docker backend %q: instance %q: %s: this Podman engine (%s) cannot enforce it (rootless on cgroup v1, or the cgroup controller is missing); remove it or use a rootful engine on cgroup v2: %w",
+				d.backend, spec.Name, l.attr, ei.info.EngineVersion, driver.ErrUnsupported)
+		}
+	}
+	return nil
 }
 
 // libpodAPIVersion is the oldest libpod API the libpod calls here need; the

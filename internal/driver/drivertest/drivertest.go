@@ -49,6 +49,7 @@ const (
 	TestScopeIdempotent   = "ScopeIdempotent"
 	TestLifecycle         = "Lifecycle"
 	TestExecEnv           = "ExecEnv"
+	TestExecPrivileges    = "ExecPrivileges"
 	TestFiles             = "Files"
 	TestCreateStopped     = "CreateStopped"
 	TestExited            = "Exited"
@@ -75,6 +76,7 @@ var subtests = []subtest{
 	{TestScopeIdempotent, testScopeIdempotent},
 	{TestLifecycle, testLifecycle},
 	{TestExecEnv, testExecEnv},
+	{TestExecPrivileges, testExecPrivileges},
 	{TestFiles, testFiles},
 	{TestCreateStopped, testCreateStopped},
 	{TestExited, testExited},

@@ -4,6 +4,9 @@ import (
 	"archive/tar"
 	"compress/gzip"
 	"errors"
+	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -237,5 +240,76 @@ func TestScopeRules(t *testing.T) {
 	other := openBackend(t, func(c *driver.IncusConfig) { c.Project = "default" })
 	if err := other.DeleteScope(testCtx(t)); err != nil {
 		t.Errorf("DeleteScope on the default project: %v (must be a no-op)", err)
+	}
+}
+
+// The dynamic port strategy: a free host port on 127.0.0.1, reached.
+func TestDynamicPorts(t *testing.T) {
+	preCheck(t)
+	d := scoped(t, func(c *driver.IncusConfig) { c.PortStrategy = driver.PortStrategyDynamic })
+	in, err := d.CreateInstance(testCtx(t), driver.InstanceSpec{
+		Name: "dyn", Image: fixtureImage, Running: true,
+		Command: []string{"sh", "-c", "mkdir -p /www && echo dyn > /www/index.html && exec httpd -f -p 8080 -h /www"},
+		Ports:   []driver.PortSpec{{Name: "http", Port: 8080, Protocol: "tcp"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := in.Endpoints["http"]
+	if !strings.HasPrefix(ep, "127.0.0.1:") || strings.HasSuffix(ep, ":8080") {
+		t.Fatalf("endpoint %q, want 127.0.0.1 and a picked port", ep)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get("http://" + ep + "/index.html")
+		if err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if string(body) == "dyn\n" {
+				return
+			}
+			err = fmt.Errorf("body %q", body)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET %s: %v", ep, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// Creating a name that exists fails with ErrAlreadyExists and leaves the
+// existing instance alone.
+func TestCreateExistingName(t *testing.T) {
+	preCheck(t)
+	d := scoped(t, nil)
+	spec := driver.InstanceSpec{Name: "dup", Image: fixtureImage, Running: true, Command: []string{"sleep", "600"}}
+	first, err := d.CreateInstance(testCtx(t), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.CreateInstance(testCtx(t), spec); !errors.Is(err, driver.ErrAlreadyExists) {
+		t.Errorf("second create: %v, want ErrAlreadyExists", err)
+	}
+	if in, err := d.InspectInstance(testCtx(t), first.ID); err != nil || in.Status != driver.StatusRunning {
+		t.Errorf("the first instance after the failed duplicate: %+v %v", in, err)
+	}
+}
+
+// A missing working directory is created (Incus would run in / instead),
+// and a command that does not exist is exit 127, not an error.
+func TestExecWorkdirAndMissingCommand(t *testing.T) {
+	preCheck(t)
+	d := scoped(t, nil)
+	in, err := d.CreateInstance(testCtx(t), driver.InstanceSpec{Name: "wd", Image: fixtureImage, Running: true, Command: []string{"sleep", "600"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := d.Exec(testCtx(t), in.ID, driver.ExecSpec{Command: []string{"pwd"}, Workdir: "/no/such/dir"})
+	if err != nil || string(res.Stdout) != "/no/such/dir\n" {
+		t.Errorf("exec in a new workdir: %q %v", res.Stdout, err)
+	}
+	res, err = d.Exec(testCtx(t), in.ID, driver.ExecSpec{Command: []string{"/no/such/bin"}})
+	if err != nil || res.ExitCode != 127 {
+		t.Errorf("missing command: %+v %v, want exit 127 and no error", res, err)
 	}
 }

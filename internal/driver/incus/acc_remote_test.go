@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/pem"
 	"math/big"
 	"os"
@@ -58,6 +59,9 @@ func TestRemoteHTTPS(t *testing.T) {
 		}
 		if info, err := d.Info(testCtx(t)); err != nil || info.EngineVersion == "" {
 			t.Errorf("%s: Info = %+v, %v", name, info, err)
+		}
+		if name == "fingerprint" {
+			remoteInstance(t, d)
 		}
 		_ = d.Close()
 	}
@@ -142,13 +146,8 @@ func trustNewClient(t *testing.T, c incus.InstanceServer) (certFile, keyFile str
 		t.Fatal(err)
 	}
 	name := "sandbox-remote-test-" + uniqueName("c")
-	err = c.CreateCertificate(api.CertificatesPost{Name: name, Type: api.CertificateTypeClient, Certificate: string(der)})
-	if err != nil {
-		// Older servers want base64 DER; the PEM body is that.
-		body := strings.Join(strings.Split(strings.TrimSpace(string(certPEM)), "\n")[1:], "")
-		body = strings.TrimSuffix(body, "-----END CERTIFICATE-----")
-		err = c.CreateCertificate(api.CertificatesPost{Name: name, Type: api.CertificateTypeClient, Certificate: body})
-	}
+	// The API takes the base64 DER (the PEM body without its armour).
+	err = c.CreateCertificate(api.CertificatesPost{CertificatePut: api.CertificatePut{Name: name, Type: api.CertificateTypeClient, Certificate: base64.StdEncoding.EncodeToString(der)}})
 	if err != nil {
 		t.Fatalf("trust the client certificate: %v", err)
 	}
@@ -161,4 +160,32 @@ func trustNewClient(t *testing.T, c incus.InstanceServer) (certFile, keyFile str
 		}
 	})
 	return certFile, keyFile
+}
+
+// remoteInstance runs an instance through the remote connection: the agent
+// is uploaded (no bind mount from this host), files and exec work.
+func remoteInstance(t *testing.T, d driver.Driver) {
+	t.Helper()
+	ctx := testCtx(t)
+	if err := d.EnsureScope(ctx); err != nil {
+		t.Fatalf("remote EnsureScope: %v", err)
+	}
+	defer func() {
+		if err := d.DeleteScope(testCtx(t)); err != nil {
+			t.Errorf("remote DeleteScope: %v", err)
+		}
+	}()
+	in, err := d.CreateInstance(ctx, driver.InstanceSpec{
+		Name: "r1", Image: fixtureImage, Running: true, Command: []string{"sleep", "600"}, Lifetime: time.Hour,
+		Security: driver.Security{Init: true},
+		Files:    []driver.File{{Path: "/etc/remote.txt", Content: []byte("over https\n"), Mode: 0o600}},
+	})
+	if err != nil {
+		t.Fatalf("remote CreateInstance: %v", err)
+	}
+	defer func() { _ = d.DeleteInstance(testCtx(t), in.ID) }()
+	res, err := d.Exec(ctx, in.ID, driver.ExecSpec{Command: []string{"sh", "-c", "cat /etc/remote.txt; test -x /.sandbox/sandbox-agent && echo uploaded"}})
+	if err != nil || string(res.Stdout) != "over https\nuploaded\n" {
+		t.Errorf("remote exec: %q %q %v", res.Stdout, res.Stderr, err)
+	}
 }

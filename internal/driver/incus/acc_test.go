@@ -24,6 +24,15 @@ import (
 // fixtureImage is imported by scripts/setup-incus.sh into the default project.
 const fixtureImage = "sandbox-fixture/busybox"
 
+// TestMain removes the agent binary the tests built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if agentPath != "" {
+		_ = os.RemoveAll(filepath.Dir(agentPath))
+	}
+	os.Exit(code)
+}
+
 func preCheck(t *testing.T) {
 	t.Helper()
 	if os.Getenv("SANDBOX_ACC_INCUS") == "" {
@@ -105,28 +114,4 @@ func TestConformance(t *testing.T) {
 		Open:  func(t *testing.T) driver.Driver { return openBackend(t, nil) },
 		Image: fixtureImage,
 	})
-}
-
-func TestConformanceDynamicPorts(t *testing.T) {
-	preCheck(t)
-	drivertest.Run(t, drivertest.Harness{
-		Open: func(t *testing.T) driver.Driver {
-			return openBackend(t, func(c *driver.IncusConfig) { c.PortStrategy = driver.PortStrategyDynamic })
-		},
-		Image: fixtureImage,
-		Skip:  onlyPorts(),
-	})
-}
-
-// onlyPorts skips every conformance subtest but Ports.
-func onlyPorts() map[string]string {
-	skip := map[string]string{}
-	for _, n := range []string{
-		drivertest.TestInfo, drivertest.TestScopeIdempotent, drivertest.TestLifecycle, drivertest.TestExecEnv,
-		drivertest.TestFiles, drivertest.TestCreateStopped, drivertest.TestVolumes, drivertest.TestLifetime,
-		drivertest.TestLimits, drivertest.TestCreateFailure, drivertest.TestDetachedExec, drivertest.TestConcurrentCreates,
-	} {
-		skip[n] = "covered by TestConformance; this run checks the dynamic port strategy"
-	}
-	return skip
 }

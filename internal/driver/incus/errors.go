@@ -23,7 +23,7 @@ func translate(err error) error {
 	switch {
 	case api.StatusErrorCheck(err, http.StatusNotFound), isNotFoundMessage(err):
 		return fmt.Errorf("%v: %w", err, driver.ErrNotFound)
-	case api.StatusErrorCheck(err, http.StatusConflict), strings.Contains(err.Error(), "already exists"):
+	case api.StatusErrorCheck(err, http.StatusConflict), isExistsMessage(err):
 		return fmt.Errorf("%v: %w", err, driver.ErrAlreadyExists)
 	case isConnError(err):
 		return fmt.Errorf("%v: %w", err, driver.ErrUnavailable)
@@ -36,6 +36,13 @@ func translate(err error) error {
 func isNotFoundMessage(err error) bool {
 	msg := strings.ToLower(err.Error())
 	return strings.HasSuffix(msg, "not found") || strings.Contains(msg, "not found:")
+}
+
+// isExistsMessage catches name clashes reported by a failed operation (the
+// database's unique constraint) rather than by a 409.
+func isExistsMessage(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "already exists") || strings.Contains(msg, "UNIQUE constraint failed")
 }
 
 func isConnError(err error) bool {

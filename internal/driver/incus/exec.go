@@ -26,6 +26,9 @@ func (d *Driver) Exec(ctx context.Context, id string, spec driver.ExecSpec) (dri
 	if err != nil {
 		return driver.ExecResult{}, err
 	}
+	if len(spec.Command) == 0 {
+		return driver.ExecResult{}, fmt.Errorf("incus backend %q: exec in %q: empty command", d.backend, id)
+	}
 	c, err := d.client(ctx)
 	if err != nil {
 		return driver.ExecResult{}, err
@@ -33,13 +36,22 @@ func (d *Driver) Exec(ctx context.Context, id string, spec driver.ExecSpec) (dri
 	if err := d.execDefaults(c, id, &spec); err != nil {
 		return driver.ExecResult{}, err
 	}
+	if err := d.ensureWorkdir(c, id, spec.Workdir); err != nil {
+		return driver.ExecResult{}, err
+	}
+	if d.remote && spec.Command[0] == agent.PathInInstance {
+		// Remote instances get the agent on first use (initializers).
+		if err := d.ensureAgent(ctx, c, id); err != nil {
+			return driver.ExecResult{}, err
+		}
+	}
 	if spec.Detach {
 		if err := d.ensureAgent(ctx, c, id); err != nil {
 			return driver.ExecResult{}, err
 		}
 		logPath := spec.LogPath
 		if logPath == "" {
-			logPath = "/.sandbox/service.log"
+			logPath = "/tmp/sandbox-service.log" // as on the other backends
 		}
 		spec.Command = agent.ServiceCommand(logPath, logPath+".pid", spec.Workdir, spec.Command)
 	}
@@ -86,6 +98,11 @@ func (d *Driver) run(ctx context.Context, c incus.InstanceServer, id string, spe
 		err = op.WaitContext(ctx)
 	}
 	if err != nil {
+		if code, ok := startFailure(err); ok {
+			// The command could not start: a result, as a shell reports it,
+			// not an error (and never "instance not found").
+			return driver.ExecResult{ExitCode: code, Stderr: []byte(err.Error() + "\n")}, nil
+		}
 		return driver.ExecResult{}, d.errf(err, "exec %q in instance %q", spec.Command, id)
 	}
 	select {
@@ -95,6 +112,41 @@ func (d *Driver) run(ctx context.Context, c incus.InstanceServer, id string, spe
 	}
 	code, _ := op.Get().Metadata["return"].(float64)
 	return driver.ExecResult{ExitCode: int(code), Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}, nil
+}
+
+// startFailure maps Incus' "could not start the command" errors to the
+// shell's exit codes: 127 not found, 126 not executable.
+func startFailure(err error) (int, bool) {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "Command not found"):
+		return 127, true
+	case strings.Contains(msg, "Permission denied") && !strings.Contains(msg, "instance"):
+		return 126, true
+	}
+	return 0, false
+}
+
+// ensureWorkdir creates an exec's working directory once per instance:
+// Incus would otherwise run the command in / without a word.
+func (d *Driver) ensureWorkdir(c incus.InstanceServer, id, dir string) error {
+	key := id + "\x00" + dir
+	if dir == "" || dir == "/" {
+		return nil
+	}
+	if _, ok := d.workdirs.Load(key); ok {
+		return nil
+	}
+	s, err := c.GetInstanceFileSFTP(id)
+	if err != nil {
+		return d.errf(err, "open file transfer to instance %q", id)
+	}
+	defer s.Close()
+	if err := s.MkdirAll(dir); err != nil {
+		return d.errf(err, "create the working directory %s in instance %q", dir, id)
+	}
+	d.workdirs.Store(key, true)
+	return nil
 }
 
 // CopyFiles writes files into the instance (running or stopped container),
@@ -203,15 +255,22 @@ func fileContent(f driver.File) (io.ReadCloser, error) {
 // ensureAgent makes the agent binary available in a running instance,
 // uploading it when it is not there yet (mounted or copied at create).
 func (d *Driver) ensureAgent(ctx context.Context, c incus.InstanceServer, id string) error {
+	if _, ok := d.agentIn.Load(id); ok {
+		return nil
+	}
 	s, err := c.GetInstanceFileSFTP(id)
 	if err != nil {
 		return d.errf(err, "open file transfer to instance %q", id)
 	}
-	defer s.Close()
-	if _, err := s.Stat(agent.PathInInstance); err == nil {
-		return nil
+	_, statErr := s.Stat(agent.PathInInstance)
+	_ = s.Close()
+	if statErr != nil {
+		if err := d.uploadAgent(ctx, c, id); err != nil {
+			return err
+		}
 	}
-	return d.uploadAgent(ctx, c, id)
+	d.agentIn.Store(id, true)
+	return nil
 }
 
 // uploadAgent copies the agent binary into the instance.

@@ -1,9 +1,35 @@
 // Package incus is the Incus backend: system containers and virtual
 // machines on a local or remote Incus server, through the Incus Go client.
 //
-// Every backend is an Incus project (IncusConfig.Project, default the backend
-// name). Objects carry the provider's labels as user.<key> config keys (see
-// keys.go), so ListInstances is one filtered call with recursion.
+// Decisions the provider and users rely on:
+//
+//   - Connection: the local socket (address "" or unix://PATH, else
+//     $INCUS_SOCKET, else the client's default), or https:// with
+//     client_cert_file/client_key_file and the server pinned by
+//     server_cert_file or server_fingerprint (else the system CAs must
+//     accept it). Nothing is written to the user's Incus configuration.
+//     One connection per driver, opened on first use, keep-alive on.
+//   - Scope: the project (default: the backend name), created with its own
+//     images, profiles and volumes and labelled as ours; DeleteScope deletes
+//     only a project it created, and only when empty.
+//   - Names: instance BACKEND-NAME (the instance ID; Incus registers instance
+//     names in the DNS of a shared network), volume NAME, image alias NAME.
+//   - Labels: user.<key> config keys (keys.go).
+//   - command: replaces the image's init as PID 1 through raw.lxc (lxc.go),
+//     behind the sandbox agent's init when security.init or lifetime is set;
+//     arguments with whitespace go through /bin/sh and a script, since LXC
+//     splits lxc.init.cmd at spaces. Without command the image's init runs
+//     (a system container). VMs take no command.
+//   - The agent is bind-mounted read-only into every local container at
+//     /.sandbox/sandbox-agent; remote servers get a copy when it is needed.
+//   - lifetime: kept by the agent as PID 1, so it needs command; without
+//     command it is rejected (watcherCommand says what is missing).
+//   - ports: proxy devices (ports.go); VMs are reached on their own address.
+//   - network: none = no NIC, isolated = the backend's network (default
+//     incusbr0), bridge = the NIC network of the default project's default
+//     profile.
+//
+// Later: a trust token for first contact and remote servers over SSH.
 package incus
 
 import (
@@ -33,14 +59,16 @@ type Driver struct {
 	labels  map[string]string // provider-level labels
 	remote  bool              // https: the daemon is not on this host
 
-	mu     sync.Mutex
-	server incus.InstanceServer // scoped to the backend's project; nil until connected
-	images  imageCache          // image reference -> fingerprint, briefly
-	imageMu sync.Mutex          // serialises image resolution (and copies)
+	mu       sync.Mutex
+	server   incus.InstanceServer // scoped to the backend's project; nil until connected
+	images   imageCache           // image reference -> fingerprint, briefly
+	imageMu  sync.Mutex           // serialises image resolution (and copies)
+	agentIn  sync.Map             // instance name -> true: the agent is inside
+	workdirs sync.Map             // instance name + "\x00" + dir -> true: exists
 
 	loopback *portalloc.Allocator // loopback_ip strategy, per-process reservations
-	portMu   sync.Mutex   // guards ports
-	ports    map[int]bool // dynamic host ports reserved in this process
+	portMu   sync.Mutex           // guards ports
+	ports    map[int]bool         // dynamic host ports reserved in this process
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -85,7 +113,9 @@ func (d *Driver) client(ctx context.Context) (incus.InstanceServer, error) {
 	if d.server != nil {
 		return d.server, nil
 	}
-	s, err := connect(ctx, d.cfg)
+	// The Incus client keeps the context it connected with for every later
+	// request, so it must not be the (soon cancelled) context of one call.
+	s, err := connect(context.WithoutCancel(ctx), d.cfg)
 	if err != nil {
 		return nil, fmt.Errorf("incus backend %q: connect to %s: %v: %w", d.backend, d.address(), err, driver.ErrUnavailable)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -24,6 +25,7 @@ func (d *Driver) CreateInstance(ctx context.Context, spec driver.InstanceSpec) (
 	}
 	userName := spec.Name
 	spec.Name = engineName(d.backend, userName)
+	d.forget(spec.Name) // a new instance of an old name starts without them
 	plan, release, err := d.planInstance(ctx, c, spec, userName)
 	defer release()
 	if err != nil {
@@ -41,8 +43,11 @@ func (d *Driver) CreateInstance(ctx context.Context, spec driver.InstanceSpec) (
 		err = op.WaitContext(ctx)
 	}
 	if err != nil {
-		d.cleanupInstance(c, spec.Name)
-		return driver.Instance{}, d.errf(err, "create instance %q", spec.Name)
+		err = d.errf(err, "create instance %q", spec.Name)
+		if !errors.Is(err, driver.ErrAlreadyExists) { // never delete someone else's
+			d.cleanupInstance(c, spec.Name)
+		}
+		return driver.Instance{}, err
 	}
 	if err := d.finishCreate(ctx, c, spec, plan, req.Start); err != nil {
 		d.cleanupInstance(c, spec.Name)
@@ -117,7 +122,7 @@ func (d *Driver) finishCreate(ctx context.Context, c incus.InstanceServer, spec 
 
 // uploadsAgent: a remote server cannot bind-mount our binary, so it is copied.
 func (d *Driver) uploadsAgent(spec driver.InstanceSpec) bool {
-	return d.remote && needsAgent(spec) && spec.Type != driver.TypeVM
+	return d.remote && agentInit(spec) && spec.Type != driver.TypeVM
 }
 
 // planInstance resolves the image, the networks, the agent and the ports.
@@ -142,10 +147,15 @@ func (d *Driver) planInstance(ctx context.Context, c incus.InstanceServer, spec 
 		// and must never claim an earlier deadline than the agent keeps.
 		plan.Deadline = time.Now().Add(spec.Lifetime).Add(time.Second - 1).Truncate(time.Second).UTC()
 	}
-	if needsAgent(spec) && !d.remote && spec.Type != driver.TypeVM {
-		if plan.AgentHostPath, err = agent.BinaryPath(); err != nil {
+	if !d.remote && spec.Type != driver.TypeVM {
+		// Every local container gets the agent (initializers exec it), as a
+		// read-only bind mount: free, unlike a copy per instance. It is
+		// required only when it is PID 1.
+		path, err := agent.BinaryPath()
+		if err != nil && agentInit(spec) {
 			return plan, release, err
 		}
+		plan.AgentHostPath = path
 	}
 	labels := d.objectLabels(spec.Labels)
 	labels[driver.LabelName] = userName
@@ -294,22 +304,23 @@ func (d *Driver) observe(inst *api.InstanceFull) driver.Instance {
 	return out
 }
 
-// status maps Incus' state; a stopped instance past its deadline expired,
-// and one that never ran (no recorded power state) is "created".
+// status maps Incus' state. Past its deadline an instance is expired even
+// while Incus still reports it running: the agent (PID 1) is stopping it,
+// and Incus' view of an instance in its last second flips between running
+// and stopped from one call to the next. One that never ran (no recorded
+// power state) is "created".
 func status(inst *api.InstanceFull, expires, now time.Time) string {
+	if !expires.IsZero() && !now.Before(expires) && inst.StatusCode != api.Error {
+		return driver.StatusExpired
+	}
 	switch inst.StatusCode {
 	case api.Running, api.Frozen, api.Freezing:
 		return driver.StatusRunning
 	case api.Stopped:
-		switch {
-		case !expires.IsZero() && !now.Before(expires):
-			return driver.StatusExpired
-		case inst.Config["volatile.last_state.power"] == "":
+		if inst.Config["volatile.last_state.power"] == "" {
 			return driver.StatusCreated
 		}
 		return driver.StatusStopped
-	case api.Error:
-		return driver.StatusUnknown
 	}
 	return driver.StatusUnknown
 }
@@ -462,6 +473,7 @@ func (d *Driver) DeleteInstance(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
+	d.forget(id)
 	if err := d.forceDelete(ctx, c, id); err != nil && !driver.IsNotFound(err) {
 		return err
 	}
@@ -479,4 +491,15 @@ func (d *Driver) forceDelete(ctx context.Context, c incus.InstanceServer, name s
 		return fmt.Errorf("%w (stopping first: %v)", d.errf(err, "delete instance %q", name), stopErr)
 	}
 	return d.errf(err, "delete instance %q", name)
+}
+
+// forget drops what the driver remembers about an instance's contents.
+func (d *Driver) forget(name string) {
+	d.agentIn.Delete(name)
+	d.workdirs.Range(func(k, _ any) bool {
+		if strings.HasPrefix(k.(string), name+"\x00") {
+			d.workdirs.Delete(k)
+		}
+		return true
+	})
 }

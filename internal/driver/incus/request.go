@@ -54,13 +54,15 @@ type publishedPort struct {
 	HostPort int
 }
 
-// commandMode reports whether the agent replaces the image's init as PID 1:
-// when the user gave a command (application container).
+// commandMode reports whether the user's command replaces the image's init
+// as PID 1 (an application container); without one the image's init runs.
 func commandMode(spec driver.InstanceSpec) bool { return len(spec.Command) > 0 }
 
-// needsAgent reports whether the agent binary must be in the instance at start.
-func needsAgent(spec driver.InstanceSpec) bool {
-	return commandMode(spec) || spec.Lifetime > 0
+// agentInit reports whether the agent runs as PID 1 in front of the command:
+// for security.init (reaping, signals) and always for a lifetime, which it
+// enforces.
+func agentInit(spec driver.InstanceSpec) bool {
+	return commandMode(spec) && (spec.Security.Init || spec.Lifetime > 0)
 }
 
 // buildInstance returns the create request for p.
@@ -91,16 +93,20 @@ func buildInstance(p instancePlan) (api.InstancesPost, error) {
 	if s.Workdir != "" {
 		config[keyWorkdir] = s.Workdir
 	}
-	if s.Security.Privileged {
+	if s.Security.Privileged && typ == api.InstanceTypeContainer {
 		config["security.privileged"] = "true"
 	}
 	if commandMode(s) {
 		config[keyCommand] = "1"
+	}
+	if typ == api.InstanceTypeContainer {
 		raw, err := rawLXC(s, p.Deadline)
 		if err != nil {
 			return api.InstancesPost{}, err
 		}
-		config["raw.lxc"] = raw
+		if raw != "" {
+			config["raw.lxc"] = raw
+		}
 	}
 	devices, err := buildDevices(p)
 	if err != nil {
@@ -209,77 +215,6 @@ func limitsConfig(typ string, l driver.Limits) (map[string]string, error) {
 // limitKeys are the keys limitsConfig may set (cleared when a limit goes).
 var limitKeys = []string{"limits.cpu", "limits.cpu.allowance", "limits.memory", "limits.processes"}
 
-// rawLXC makes the agent PID 1 with the user's command (containers only):
-// it forwards signals, reaps zombies and stops everything at the deadline.
-// SIGTERM as the halt signal makes `incus stop` reach the agent.
-func rawLXC(s driver.InstanceSpec, deadline time.Time) (string, error) {
-	argv := agent.InitCommandGrace(deadline, stopGrace, initCommand(s.Command))
-	lines := []string{
-		"lxc.init.cmd = " + strings.Join(argv, " "),
-		"lxc.signal.halt = SIGTERM",
-	}
-	// Like Docker, show the instance its own cgroups (read-only above its
-	// own): Incus mounts them only for inits that lack CAP_SYS_ADMIN.
-	lines = append(lines, "lxc.mount.auto = cgroup:mixed:force")
-	// LXC gives init no PATH (a system init sets its own); the command needs one.
-	if _, ok := s.Env["PATH"]; !ok {
-		lines = append(lines, "lxc.environment = PATH="+defaultPath)
-	}
-	if s.Workdir != "" {
-		if strings.ContainsAny(s.Workdir, " \t\n") {
-			return "", fmt.Errorf("workdir %q: must not contain whitespace with a command on Incus: %w", s.Workdir, driver.ErrUnsupported)
-		}
-		lines = append(lines, "lxc.init.cwd = "+s.Workdir)
-	}
-	if s.User != "" {
-		uid, gid, err := parseUser(s.User)
-		if err != nil {
-			return "", err
-		}
-		lines = append(lines, fmt.Sprintf("lxc.init.uid = %d", uid), fmt.Sprintf("lxc.init.gid = %d", gid))
-	}
-	if s.Security.NoNewPrivileges {
-		lines = append(lines, "lxc.no_new_privs = 1")
-	}
-	return strings.Join(lines, "\n") + "\n", nil
-}
-
-// commandScript is where a command that lxc.init.cmd cannot carry is
-// written as a shell script (see initCommand).
-const commandScript = "/.sandbox/command"
-
-// needsScript reports whether argv cannot go into lxc.init.cmd as it is:
-// LXC splits that line at spaces, without quoting.
-func needsScript(argv []string) bool {
-	for _, a := range argv {
-		if a == "" || strings.ContainsAny(a, " \t\n") {
-			return true
-		}
-	}
-	return false
-}
-
-// initCommand is what the agent init runs: the command itself, or, when an
-// argument holds whitespace, /bin/sh running commandScript (so such commands
-// need a shell in the image).
-func initCommand(argv []string) []string {
-	if needsScript(argv) {
-		return []string{"/bin/sh", commandScript}
-	}
-	return argv
-}
-
-// scriptFor is commandScript's content: exec of argv, each word quoted.
-func scriptFor(argv []string) []byte {
-	var b strings.Builder
-	b.WriteString("#!/bin/sh\n# written by terraform-provider-sandbox: the instance's command\nexec")
-	for _, a := range argv {
-		b.WriteString(" '" + strings.ReplaceAll(a, "'", `'\''`) + "'")
-	}
-	b.WriteString("\n")
-	return []byte(b.String())
-}
-
 // prestart lists the directories and files to create before the first start:
 // the working directory, the command script and the user's files.
 func prestart(s driver.InstanceSpec) (dirs []string, files []driver.File) {
@@ -306,7 +241,7 @@ func buildDevices(p instancePlan) (map[string]map[string]string, error) {
 		return nil, err
 	}
 	devs[devNIC] = nic
-	if needsAgent(s) && p.AgentHostPath != "" {
+	if p.AgentHostPath != "" {
 		devs[devAgent] = map[string]string{
 			"type": "disk", "source": p.AgentHostPath, "path": agent.PathInInstance, "readonly": "true",
 		}

@@ -105,7 +105,8 @@ func TestLimitsConfig(t *testing.T) {
 
 func TestCommandRawLXC(t *testing.T) {
 	deadline := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-	spec := driver.InstanceSpec{Command: []string{"sleep", "3600"}, User: "1000:1001", Workdir: "/srv"}
+	spec := driver.InstanceSpec{Command: []string{"sleep", "3600"}, User: "1000:1001", Workdir: "/srv",
+		Security: driver.Security{Init: true, NoNewPrivileges: true, CapDrop: []string{"NET_RAW", "CAP_MKNOD"}, CapAdd: []string{"MKNOD"}}}
 	raw, err := rawLXC(spec, deadline)
 	if err != nil {
 		t.Fatal(err)
@@ -118,6 +119,8 @@ func TestCommandRawLXC(t *testing.T) {
 		"lxc.init.cwd = /srv\n",
 		"lxc.init.uid = 1000\n",
 		"lxc.init.gid = 1001\n",
+		"lxc.no_new_privs = 1\n",
+		"lxc.cap.drop = net_raw\n", // MKNOD is added back
 	} {
 		if !strings.Contains(raw, line) {
 			t.Errorf("raw.lxc lacks %q:\n%s", line, raw)
@@ -132,7 +135,7 @@ func TestCommandWithSpacesUsesScript(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(raw, "-- /bin/sh "+commandScript+"\n") {
+	if !strings.Contains(raw, "lxc.init.cmd = /bin/sh "+commandScript+"\n") {
 		t.Errorf("raw.lxc does not run the script:\n%s", raw)
 	}
 	_, files := prestart(spec)
@@ -160,7 +163,7 @@ func TestNetworkModes(t *testing.T) {
 }
 
 func TestContainerPortsAndAgent(t *testing.T) {
-	spec := driver.InstanceSpec{Name: "b-c", Command: []string{"httpd", "-f"},
+	spec := driver.InstanceSpec{Name: "b-c", Command: []string{"httpd", "-f"}, Security: driver.Security{Init: true},
 		Ports: []driver.PortSpec{{Name: "http", Port: 8080, Protocol: "tcp"}, {Name: "dns", Port: 53, Protocol: "udp"}}}
 	p := basePlan(spec)
 	p.AgentHostPath = "/usr/bin/sandbox-agent"
@@ -203,7 +206,7 @@ func TestStatus(t *testing.T) {
 		{mk(api.Stopped, ""), time.Time{}, driver.StatusCreated},
 		{mk(api.Stopped, "STOPPED"), now.Add(-time.Second), driver.StatusExpired},
 		{mk(api.Stopped, "STOPPED"), now.Add(time.Hour), driver.StatusStopped},
-		{mk(api.Running, "RUNNING"), now.Add(-time.Second), driver.StatusRunning},
+		{mk(api.Running, "RUNNING"), now.Add(-time.Second), driver.StatusExpired}, // being stopped by the agent
 		{mk(api.Error, ""), time.Time{}, driver.StatusUnknown},
 	}
 	for i, c := range cases {
@@ -223,5 +226,39 @@ func TestEngineName(t *testing.T) {
 	}
 	if long == engineName(strings.Repeat("b", 40), strings.Repeat("n", 41)) {
 		t.Error("truncated names collide")
+	}
+}
+
+func TestCommandWithoutInit(t *testing.T) {
+	spec := driver.InstanceSpec{Command: []string{"sleep", "1"}}
+	raw, err := rawLXC(spec, time.Time{})
+	if err != nil || !strings.HasPrefix(raw, "lxc.init.cmd = sleep 1\n") || agentInit(spec) {
+		t.Errorf("security.init = false: raw.lxc %q, %v; want the command itself as PID 1", raw, err)
+	}
+	spec.Lifetime = time.Minute // the deadline needs the agent anyway
+	if !agentInit(spec) {
+		t.Error("lifetime without the agent")
+	}
+}
+
+func TestSecurityLines(t *testing.T) {
+	cases := []struct {
+		sec  driver.Security
+		want []string
+	}{
+		{driver.Security{}, nil},
+		{driver.Security{ReadOnlyRootfs: true, CapDrop: []string{"ALL"}, CapAdd: []string{"NET_BIND_SERVICE"}},
+			[]string{"lxc.rootfs.options = ro", "lxc.cap.keep = net_bind_service"}},
+		{driver.Security{CapDrop: []string{"ALL"}}, []string{"lxc.cap.keep = none"}},
+	}
+	for _, c := range cases {
+		if got := securityLines(c.sec); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("securityLines(%+v) = %q, want %q", c.sec, got, c.want)
+		}
+	}
+	// A system container gets the hardening too, without a command.
+	raw, _ := rawLXC(driver.InstanceSpec{Security: driver.Security{NoNewPrivileges: true}}, time.Time{})
+	if raw != "lxc.no_new_privs = 1\n" {
+		t.Errorf("system container raw.lxc %q", raw)
 	}
 }

@@ -74,7 +74,9 @@
 //
 // Exec enters the namespaces of the sandbox's PID 1 with nsenter (mount,
 // UTS, IPC, network, PID, root, working directory) after joining the
-// instance's cgroups. Every exec therefore shares one network and PID
+// instance's cgroups; `sandbox-agent exec` then gives the command what
+// nsenter does not: PID 1's no_new_privs and capabilities (read from
+// /proc/<pid>/status) and the user, so an exec is held like the command. Every exec therefore shares one network and PID
 // namespace: a service started by one exec (Detach, through `sandbox-agent
 // service`, pid in LogPath + ".pid") is reached by a probe from the next,
 // also with network "none" or "isolated". Output and exit code are captured;
@@ -83,7 +85,7 @@
 // Users: `user` ("uid[:gid]" or names from the image's /etc/passwd and
 // /etc/group) makes the agent start the command as that user (init stays
 // root to signal and reap); execs default to it and may name another user
-// (nsenter --setuid/--setgid). There is no user namespace, as with Docker's
+// (the agent's exec --user). There is no user namespace, as with Docker's
 // default: the uid is the host's. Root in the sandbox keeps Docker's default
 // capability set; Security.CapAdd/CapDrop adjust it and Privileged keeps all.
 // The workspace is owned by the instance user, and so are files the driver
@@ -98,7 +100,10 @@
 // Limits use cgroups, when the provider runs as root: one cgroup per
 // instance and controller (cgroup v1, below the provider's own cgroup) or
 // one in <v2 root>/sandbox-local (cgroup v2, controllers delegated to it).
-// pids_limit -> pids.max (it counts threads, the agent's included), memory
+// pids_limit -> pids.max (it counts threads, the agent's included: at
+// least 16; a start returns only once init has made all its threads and
+// named itself agent.ReadyName, so nothing can use up the limit while the
+// Go runtime of init may still need a thread), memory
 // -> memory limit with no extra swap, cpus -> CFS quota. Info reports only
 // the limits this host lets the driver enforce, and a limit that cannot be
 // enforced fails the create with ErrUnsupported rather than being ignored.

@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -129,15 +130,21 @@ func (d *Driver) execCmd(ctx context.Context, st *instanceState, spec driver.Exe
 		}
 		full = argv
 	} else {
+		h, err := hardeningOf(st.Pid)
+		if err != nil {
+			return nil, err
+		}
+		if uid != 0 || gid != 0 {
+			h.User = strconv.Itoa(uid) + ":" + strconv.Itoa(gid)
+		}
 		full = []string{d.nsenter, "--target", strconv.Itoa(st.Pid), "--mount", "--uts", "--ipc", "--net", "--pid", "--root", "--wdns=" + wd}
-		switch {
-		case os.Geteuid() != 0:
+		if os.Geteuid() != 0 {
 			// Unprivileged bwrap made a user namespace: enter it as ourselves.
 			full = append(full, "--user", "--preserve-credentials")
-		case uid != 0 || gid != 0:
-			full = append(full, "--setuid", strconv.Itoa(uid), "--setgid", strconv.Itoa(gid))
 		}
-		full = append(append(full, "--"), argv...)
+		// nsenter keeps our privileges: the agent gives the command those of
+		// the sandbox's PID 1 (and its user) before it runs.
+		full = append(append(full, "--"), agent.ExecCommand(h, argv)...)
 	}
 	if len(st.Cgroups) > 0 {
 		full = append([]string{d.shell, "-c", joinCgroups + `unset SBX_CGROUPS; exec "$@"`, "sh"}, full...)
@@ -152,6 +159,35 @@ func (d *Driver) execCmd(ctx context.Context, st *instanceState, spec driver.Exe
 	// A process that keeps our pipes open (a badly detached service) must not hang us.
 	cmd.WaitDelay = 2 * time.Second
 	return cmd, nil
+}
+
+// hardeningOf reads what the sandbox's PID 1 is held to (bwrap set it up):
+// no_new_privs and the capabilities it may hold (its permitted set within
+// its bounding set). An exec gets the same.
+func hardeningOf(pid int) (agent.Hardening, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return agent.Hardening{}, fmt.Errorf("read the sandbox's privileges: %w", err)
+	}
+	var h agent.Hardening
+	caps := map[string]uint64{}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, _ := strings.Cut(line, ":")
+		v = strings.TrimSpace(v)
+		switch k {
+		case "NoNewPrivs":
+			h.NoNewPrivs = v == "1"
+		case "CapPrm", "CapBnd":
+			if n, err := strconv.ParseUint(v, 16, 64); err == nil {
+				caps[k] = n
+			}
+		}
+	}
+	if len(caps) != 2 {
+		return h, fmt.Errorf("read the sandbox's privileges: no CapPrm and CapBnd in /proc/%d/status", pid)
+	}
+	h.Caps = strconv.FormatUint(caps["CapPrm"]&caps["CapBnd"], 16)
+	return h, nil
 }
 
 // execUser resolves an exec's user; the default is the instance's.

@@ -214,6 +214,54 @@ func TestPidsLimitEnforced(t *testing.T) {
 	}
 }
 
+// TestPidsExhaustedAtStart: a fork bomb run the moment the sandbox is
+// created, under the tightest pids limit allowed, cannot take its init down
+// (init has all its threads before Create returns), and the sandbox stays
+// manageable: exec works once the bomb is over, and Stop stops it. A limit
+// too small for init itself is refused, naming the attribute.
+func TestPidsExhaustedAtStart(t *testing.T) {
+	d := openTest(t, driver.IsolationBwrap)
+	info, _ := d.Info(context.Background())
+	if !info.Has(driver.CapPidsLimit) {
+		t.Skip("no pids controller on this host (Info does not claim pids_limit)")
+	}
+	ctx := context.Background()
+	bomb := `end=$(( $(date +%s) + 2 )); while [ "$(date +%s)" -lt "$end" ]; do (sleep 0.3 &); done 2>/dev/null`
+	for i := 0; i < 3; i++ {
+		name := fmt.Sprintf("bomb-%d", i)
+		spec := testSpec(name)
+		spec.PidsLimit = minPidsLimit
+		mustCreate(t, d, spec)
+		st, _ := d.readState(name)
+		if got := procComm(st.Pid); got != agent.ReadyName {
+			t.Fatalf("Create returned before init was ready: comm %q", got)
+		}
+		bctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		_, _ = d.Exec(bctx, name, driver.ExecSpec{Command: []string{"sh", "-c", bomb}})
+		cancel()
+		if s := status(t, d, name); s != driver.StatusRunning {
+			log, _ := os.ReadFile(filepath.Join(d.instanceDir(name), logFile))
+			t.Fatalf("after the fork bomb the sandbox is %s; console:\n%s", s, log)
+		}
+		waitFor(t, 10*time.Second, "the bomb's processes to end", func() bool {
+			res, err := d.Exec(ctx, name, driver.ExecSpec{Command: []string{"true"}})
+			return err == nil && res.ExitCode == 0
+		})
+		if err := d.StopInstance(ctx, name, 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if code, ok := lastExit(d.instanceDir(name)); !ok || code != 128+int(syscall.SIGTERM) {
+			log, _ := os.ReadFile(filepath.Join(d.instanceDir(name), logFile))
+			t.Errorf("stopped sandbox exit %d (recorded %v), want %d (sleep ended by TERM); console:\n%s", code, ok, 128+int(syscall.SIGTERM), log)
+		}
+	}
+	spec := testSpec("too-few")
+	spec.PidsLimit = 4
+	if _, err := d.CreateInstance(ctx, spec); err == nil || !strings.Contains(err.Error(), "pids_limit") {
+		t.Errorf("pids_limit 4: %v, want an error naming pids_limit", err)
+	}
+}
+
 // TestFailedStartCleansUp: a start that fails (a file cannot be written)
 // leaves no directory, process or cgroup behind.
 func TestFailedStartCleansUp(t *testing.T) {
@@ -314,6 +362,19 @@ func TestUserSandbox(t *testing.T) {
 	res, err := d.Exec(context.Background(), "user", driver.ExecSpec{Command: []string{"id", "-u"}, User: "0"})
 	if err != nil || string(res.Stdout) != "0\n" {
 		t.Errorf("exec as root: %+v %v", res, err)
+	}
+	// Execs are held like PID 1 (bwrap gave it no_new_privs and Docker's
+	// capability set), as the instance user and as root.
+	pid1 := sh(t, d, "user", "grep -E '^(CapPrm|NoNewPrivs):' /proc/1/status")
+	if !strings.Contains(pid1, "NoNewPrivs:\t1") || !strings.Contains(pid1, "CapPrm:\t00000000a80425fb") {
+		t.Errorf("PID 1: %q, want no_new_privs and Docker's default capabilities", pid1)
+	}
+	if got := sh(t, d, "user", "grep -E '^(CapPrm|CapEff|NoNewPrivs):' /proc/self/status"); got != "CapPrm:\t0000000000000000\nCapEff:\t0000000000000000\nNoNewPrivs:\t1\n" {
+		t.Errorf("exec as the instance user: %q", got)
+	}
+	res, err = d.Exec(context.Background(), "user", driver.ExecSpec{Command: []string{"grep", "-E", "^(CapPrm|CapEff|CapBnd|NoNewPrivs):", "/proc/self/status"}, User: "0"})
+	if want := "CapPrm:\t00000000a80425fb\nCapEff:\t00000000a80425fb\nCapBnd:\t00000000a80425fb\nNoNewPrivs:\t1\n"; err != nil || string(res.Stdout) != want {
+		t.Errorf("exec as root: %q %v, want %q", res.Stdout, err, want)
 	}
 }
 

@@ -148,10 +148,29 @@ func (d *Driver) checkLimits(l driver.Limits) error {
 	need := map[string]bool{"cpu": l.CPUs > 0, "memory": l.MemoryBytes > 0, "pids": l.PidsLimit > 0}
 	for _, ctrl := range wantedControllers {
 		if need[ctrl] && (d.cg == nil || !d.cg.has(ctrl)) {
-			return fmt.Errorf("a %s limit needs the %s cgroup controller, which this host does not let the provider use (run as root on a host with cgroups): %w", ctrl, ctrl, driver.ErrUnsupported)
+			return fmt.Errorf("%s: %w", limitAttribute[ctrl], d.limitUnavailable(ctrl))
 		}
 	}
+	if l.PidsLimit > 0 && l.PidsLimit < minPidsLimit {
+		return fmt.Errorf("pids_limit: %d is too low: it counts the sandbox's init, which runs about %d threads, and bwrap; use at least %d", l.PidsLimit, agent.InitThreads, minPidsLimit)
+	}
 	return nil
+}
+
+// minPidsLimit leaves the command a few processes beside init and bwrap.
+const minPidsLimit = 16
+
+// limitAttribute names the sandbox_instance attribute each controller enforces.
+var limitAttribute = map[string]string{"cpu": "cpus", "memory": "memory", "pids": "pids_limit"}
+
+// limitUnavailable says why a controller cannot be used here (an
+// ErrUnsupported), as far as this process can tell.
+func (d *Driver) limitUnavailable(ctrl string) error {
+	why := "this host does not let the provider use the " + ctrl + " cgroup controller"
+	if os.Geteuid() != 0 {
+		why = "the provider does not run as root, and only root can create the cgroups that enforce it"
+	}
+	return fmt.Errorf("this limit cannot be enforced: %s; remove it, or run the provider as root on a host with cgroups: %w", why, driver.ErrUnsupported)
 }
 
 func (d *Driver) checkMounts(s driver.InstanceSpec) error {

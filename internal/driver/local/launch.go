@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -71,7 +72,7 @@ func (d *Driver) launch(ctx context.Context, st *instanceState) error {
 		return err
 	}
 	if d.isolation == driver.IsolationNone {
-		return d.launchNone(st, agentPath, logf)
+		return d.launchNone(ctx, st, agentPath, logf)
 	}
 	return d.launchBwrap(ctx, st, agentPath, logf)
 }
@@ -113,7 +114,7 @@ func (d *Driver) wrapperCmd(script string, st *instanceState, argv []string, log
 }
 
 // launchNone runs the agent as a plain process in the workspace.
-func (d *Driver) launchNone(st *instanceState, agentPath string, logf *os.File) error {
+func (d *Driver) launchNone(ctx context.Context, st *instanceState, agentPath string, logf *os.File) error {
 	dir := d.instanceDir(st.Spec.Name)
 	argv := agent.InitAsUser(agent.InitCommand(st.ExpiresAt, st.Spec.Command), st.UID, st.GID)
 	argv[0] = agentPath
@@ -125,7 +126,14 @@ func (d *Driver) launchNone(st *instanceState, agentPath string, logf *os.File) 
 		return fmt.Errorf("start: %w", err)
 	}
 	go func() { _ = cmd.Wait() }() // reap it while this process lives
-	return st.track(cmd.Process.Pid)
+	if err := st.track(cmd.Process.Pid); err != nil {
+		return err
+	}
+	if err := waitAgentReady(ctx, st); err != nil {
+		st.kill()
+		return fmt.Errorf("%w%s", err, logTail(filepath.Join(dir, logFile)))
+	}
+	return nil
 }
 
 // track records pid and its start time as the instance's process.
@@ -200,7 +208,66 @@ func (d *Driver) launchBwrap(ctx context.Context, st *instanceState, agentPath s
 	if _, err := blockW.Write([]byte{1}); err != nil {
 		return fmt.Errorf("release the sandbox: %w", err)
 	}
+	if err := waitAgentReady(ctx, st); err != nil {
+		st.kill()
+		return fmt.Errorf("%w%s", err, logTail(filepath.Join(dir, logFile)))
+	}
 	return nil
+}
+
+// agentReadyTimeout bounds the wait for the sandbox's init to set itself up.
+const agentReadyTimeout = 30 * time.Second
+
+// waitAgentReady waits until the sandbox's init names itself
+// agent.ReadyName: it then has every thread it needs, and only after that
+// does it start the command. Returning only then means neither the command
+// nor an exec can use up the pids limit while init still grows (the Go
+// runtime aborts when it cannot make a thread). With bwrap the tracked pid
+// is init; without isolation init is the wrapper's child, in its session.
+func waitAgentReady(ctx context.Context, st *instanceState) error {
+	deadline := time.Now().Add(agentReadyTimeout)
+	for wait := 500 * time.Microsecond; ; wait = min(2*wait, 10*time.Millisecond) {
+		if agentReady(st) {
+			return nil
+		}
+		if !st.alive() {
+			return fmt.Errorf("the sandbox's init (%s) exited while starting%s", agent.PathInInstance, pidsHint(st.Spec))
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			return fmt.Errorf("the sandbox's init (%s) did not get ready within %s%s", agent.PathInInstance, agentReadyTimeout, pidsHint(st.Spec))
+		}
+		time.Sleep(wait)
+	}
+}
+
+func agentReady(st *instanceState) bool {
+	if st.Isolation != driver.IsolationNone {
+		return procComm(st.Pid) == agent.ReadyName
+	}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == st.Pid {
+			continue
+		}
+		if sid, ok := procSession(pid); ok && sid == st.Pid && procComm(pid) == agent.ReadyName {
+			return true
+		}
+	}
+	return false
+}
+
+func procComm(pid int) string {
+	b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+	return strings.TrimSpace(string(b))
+}
+
+// pidsHint explains a start that failed under a small pids_limit.
+func pidsHint(s driver.InstanceSpec) string {
+	if s.PidsLimit == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (pids_limit = %d counts the threads of init too, about %d)", s.PidsLimit, agent.InitThreads)
 }
 
 // waitSetUp waits until bwrap's child has built the sandbox: bwrap reports

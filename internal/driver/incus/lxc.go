@@ -1,0 +1,150 @@
+package incus
+
+// The raw.lxc of containers: the user's command as PID 1 (LXC's
+// lxc.init.cmd replaces the image's init) and the hardening of
+// driver.Security, which Incus has no keys for.
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/agent"
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
+)
+
+// rawLXC is the raw.lxc of a container: the hardening of spec.Security and,
+// with a command, the command as PID 1. "" when there is nothing to set.
+func rawLXC(s driver.InstanceSpec, deadline time.Time) (string, error) {
+	lines := securityLines(s.Security)
+	if commandMode(s) {
+		cmd, err := commandLines(s, deadline)
+		if err != nil {
+			return "", err
+		}
+		lines = append(cmd, lines...)
+	}
+	if len(lines) == 0 {
+		return "", nil
+	}
+	return strings.Join(lines, "\n") + "\n", nil
+}
+
+// commandLines replace the image's init with the command, behind the agent
+// init when agentInit (it forwards signals, reaps zombies and stops
+// everything at the deadline). SIGTERM as the halt signal makes `incus
+// stop` reach it.
+func commandLines(s driver.InstanceSpec, deadline time.Time) ([]string, error) {
+	argv := initCommand(s.Command)
+	if agentInit(s) {
+		argv = agent.InitCommandGrace(deadline, stopGrace, argv)
+	}
+	lines := []string{
+		"lxc.init.cmd = " + strings.Join(argv, " "),
+		"lxc.signal.halt = SIGTERM",
+	}
+	// Like Docker, show the instance its own cgroups (read-only above its
+	// own): Incus mounts them only for inits that lack CAP_SYS_ADMIN.
+	lines = append(lines, "lxc.mount.auto = cgroup:mixed:force")
+	// LXC gives init no PATH (a system init sets its own); the command needs one.
+	if _, ok := s.Env["PATH"]; !ok {
+		lines = append(lines, "lxc.environment = PATH="+defaultPath)
+	}
+	if s.Workdir != "" {
+		if strings.ContainsAny(s.Workdir, " \t\n") {
+			return nil, fmt.Errorf("workdir %q: must not contain whitespace with a command on Incus: %w", s.Workdir, driver.ErrUnsupported)
+		}
+		lines = append(lines, "lxc.init.cwd = "+s.Workdir)
+	}
+	if s.User != "" {
+		uid, gid, err := parseUser(s.User)
+		if err != nil {
+			return nil, err
+		}
+		lines = append(lines, fmt.Sprintf("lxc.init.uid = %d", uid), fmt.Sprintf("lxc.init.gid = %d", gid))
+	}
+	return lines, nil
+}
+
+// securityLines apply the hardening to every container, system containers
+// included (their init runs fine without the dropped capabilities).
+func securityLines(sec driver.Security) []string {
+	var lines []string
+	if sec.NoNewPrivileges {
+		lines = append(lines, "lxc.no_new_privs = 1")
+	}
+	if sec.ReadOnlyRootfs {
+		lines = append(lines, "lxc.rootfs.options = ro")
+	}
+	return append(lines, capabilityLines(sec.CapAdd, sec.CapDrop)...)
+}
+
+// capabilityLines: drop ALL keeps only CapAdd (lxc.cap.keep); otherwise the
+// dropped ones not re-added go (lxc.cap.drop). Adding a capability that was
+// not dropped changes nothing: an unprivileged container holds all of them
+// inside its user namespace.
+func capabilityLines(add, drop []string) []string {
+	added := map[string]bool{}
+	var keep []string
+	for _, c := range add {
+		added[capName(c)] = true
+		keep = append(keep, capName(c))
+	}
+	var dropped []string
+	for _, c := range drop {
+		if capName(c) == "all" {
+			if len(keep) == 0 {
+				keep = []string{"none"}
+			}
+			return []string{"lxc.cap.keep = " + strings.Join(keep, " ")}
+		}
+		if !added[capName(c)] {
+			dropped = append(dropped, capName(c))
+		}
+	}
+	if len(dropped) == 0 {
+		return nil
+	}
+	return []string{"lxc.cap.drop = " + strings.Join(dropped, " ")}
+}
+
+// capName is LXC's spelling: NET_RAW or CAP_NET_RAW -> net_raw.
+func capName(c string) string {
+	return strings.ToLower(strings.TrimPrefix(strings.ToUpper(c), "CAP_"))
+}
+
+// commandScript is where a command that lxc.init.cmd cannot carry is
+// written as a shell script (see initCommand).
+const commandScript = "/.sandbox/command"
+
+// needsScript reports whether argv cannot go into lxc.init.cmd as it is:
+// LXC splits that line at spaces, without quoting.
+func needsScript(argv []string) bool {
+	for _, a := range argv {
+		if a == "" || strings.ContainsAny(a, " \t\n") {
+			return true
+		}
+	}
+	return false
+}
+
+// initCommand is what the agent init runs: the command itself, or, when an
+// argument holds whitespace, /bin/sh running commandScript (so such commands
+// need a shell in the image).
+func initCommand(argv []string) []string {
+	if needsScript(argv) {
+		return []string{"/bin/sh", commandScript}
+	}
+	return argv
+}
+
+// scriptFor is commandScript's content: exec of argv, each word quoted.
+func scriptFor(argv []string) []byte {
+	var b strings.Builder
+	b.WriteString("#!/bin/sh\n# written by terraform-provider-sandbox: the instance's command\nexec")
+	for _, a := range argv {
+		b.WriteString(" '" + strings.ReplaceAll(a, "'", `'\''`) + "'")
+	}
+	b.WriteString("\n")
+	return []byte(b.String())
+}
