@@ -113,6 +113,11 @@ start_service() {
 		elif answers; then
 			return 0
 		fi
+	elif answers; then
+		# A service this script did not start (another pid file, or by
+		# hand): use it, never remove its socket.
+		[ "$changed" = 1 ] && log "WARNING: the podman service on $SOCK was not started here and keeps its old configuration; restart it to apply $CONF"
+		return 0
 	fi
 	if ! service_pid >/dev/null; then
 		install -d -m 0755 "$RUN_DIR"

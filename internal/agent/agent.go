@@ -72,7 +72,8 @@ func subArgs(args []string) []string {
 }
 
 const usage = `usage:
-  sandbox-agent init [--deadline RFC3339] [--grace 10s] [-- CMD ARGS...]
+  sandbox-agent init [--deadline RFC3339] [--grace 10s] [--argv-file PATH | -- CMD ARGS...]
+  sandbox-agent poweroff --at RFC3339
   sandbox-agent service --log PATH --pidfile PATH [--workdir DIR] -- CMD ARGS...
   sandbox-agent exec [--no-new-privs] [--caps HEX] [--user UID[:GID]] -- CMD ARGS...
   sandbox-agent probe tcp PORT | probe http PORT PATH [STATUS] | probe pid PIDFILE
@@ -91,6 +92,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runInit(rest, stderr)
 	case "service":
 		return runService(rest, stderr)
+	case "poweroff":
+		return runPoweroff(rest, stdout, stderr)
 	case "exec":
 		return runExec(rest, stderr)
 	case "probe":

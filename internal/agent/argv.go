@@ -36,6 +36,14 @@ func InitCommandGrace(deadline time.Time, grace time.Duration, cmd []string) []s
 	return argv
 }
 
+// InitArgvFileCommand is InitCommandGrace with the command read from
+// argvFile inside the instance (see ArgvFileContent), for commands whose
+// arguments cannot be written on one space-separated line.
+func InitArgvFileCommand(deadline time.Time, grace time.Duration, argvFile string) []string {
+	argv := InitCommandGrace(deadline, grace, nil)
+	return append(argv, "--argv-file", argvFile)
+}
+
 // ServiceCommand is the argv that starts cmd detached in its own session,
 // appending its output to logPath and writing its pid to pidFile. workdir
 // may be empty (the exec's working directory).

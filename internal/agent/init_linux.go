@@ -40,8 +40,19 @@ func parseInit(args []string, stderr io.Writer) (initConfig, error) {
 	cfg := initConfig{}
 	fs.DurationVar(&cfg.grace, "grace", DefaultGrace, "wait between TERM and KILL")
 	fs.StringVar(&cfg.user, "user", "", "numeric uid[:gid] the command runs as (init stays root)")
+	argvFile := fs.String("argv-file", "", "file holding the command (JSON list or NUL-separated)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
+	}
+	if *argvFile != "" {
+		if fs.NArg() > 0 {
+			return cfg, fmt.Errorf("--argv-file and a command after -- are exclusive")
+		}
+		argv, err := readArgvFile(*argvFile)
+		if err != nil {
+			return cfg, fmt.Errorf("--argv-file: %w", err)
+		}
+		cfg.argv = argv
 	}
 	if *deadline != "" {
 		t, err := time.Parse(time.RFC3339Nano, *deadline)
@@ -50,7 +61,9 @@ func parseInit(args []string, stderr io.Writer) (initConfig, error) {
 		}
 		cfg.deadline = t
 	}
-	cfg.argv = fs.Args()
+	if *argvFile == "" {
+		cfg.argv = fs.Args()
+	}
 	return cfg, nil
 }
 

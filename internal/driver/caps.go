@@ -1,6 +1,9 @@
 package driver
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // StaticCapabilities is what a driver can do by construction, known from its
 // name and config alone, before the backend exists or answers. The provider
@@ -93,6 +96,9 @@ func CheckInstance(cfg Config, spec InstanceSpec) []Problem {
 	if len(spec.Mounts) > 0 && !caps.Has(CapVolumes) {
 		add("volumes", "Volumes Not Supported", "%s cannot attach volumes.", who)
 	}
+	if cfg.Driver == Incus {
+		out = append(out, incusProblems(who, spec)...)
+	}
 	if cfg.Driver == Local && cfg.Local != nil && cfg.Local.Isolation == IsolationNone {
 		out = append(out, Problem{Attribute: "backend", Warning: true, Summary: "Sandbox Is Not Isolated",
 			Detail: who + " has `isolation = \"none\"`: the sandbox runs as plain processes of the provider's user, " +
@@ -123,4 +129,53 @@ func portsProblem(cfg Config, caps Info, network string) string {
 		return "this backend does not publish ports"
 	}
 	return ""
+}
+
+// incusProblems are the attributes Incus cannot map, with the reason. What
+// the server itself lacks (VM support) is checked against its reported
+// capabilities by the provider when the server answers at plan time, and by
+// the driver at apply.
+func incusProblems(who string, spec InstanceSpec) []Problem {
+	var out []Problem
+	add := func(attr, sum, detail string) {
+		out = append(out, Problem{Attribute: attr, Summary: sum, Detail: who + " " + detail})
+	}
+	if spec.Type == TypeVM {
+		if len(spec.Command) > 0 {
+			add("command", "Command Not Supported on Virtual Machines",
+				"cannot run `command` in a virtual machine: a VM boots its image's own init, which cannot be replaced. "+
+					"Remove `command` and start the program with a sandbox_initializer `service`, or use `type = \"container\"`.")
+		}
+		if spec.PidsLimit > 0 {
+			add("pids_limit", "Limit Not Supported on Virtual Machines",
+				"cannot enforce `pids_limit` in a virtual machine: Incus has no process limit for VMs (limits.processes applies to containers). Remove it, or use `type = \"container\"`.")
+		}
+		if spec.Security.ReadOnlyRootfs {
+			add("security", "Read-Only Root File System Not Supported on Virtual Machines",
+				"cannot make a virtual machine's root disk read-only (`security.read_only_rootfs`): the guest mounts its own disk. Set it to false, or use `type = \"container\"`.")
+		}
+	}
+	if spec.User != "" && !numericUser(spec.User) {
+		add("user", "User Must Be Numeric on Incus",
+			fmt.Sprintf("cannot run as `user = %q`: Incus takes a numeric uid or uid:gid (the provider cannot look names up in the image). Use e.g. \"1000:1000\".", spec.User))
+	}
+	return out
+}
+
+// numericUser reports whether u is "uid" or "uid:gid" in decimal.
+func numericUser(u string) bool {
+	uid, gid, hasGroup := strings.Cut(u, ":")
+	return isDigits(uid) && (!hasGroup || isDigits(gid))
+}
+
+func isDigits(s string) bool {
+	if s == "" || len(s) > 10 {
+		return false
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
 }

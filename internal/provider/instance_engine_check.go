@@ -12,7 +12,8 @@ package provider
 // not answer is reported by apply, as before. It covers the docker driver
 // (Docker and Podman engines) and the local one (whose Info is read from
 // this host: limits need root and cgroups); other drivers refuse such
-// limits at create.
+// limits at create. For incus it checks `type = "vm"` against the server's
+// VM support (checkEngineVMs).
 
 import (
 	"context"
@@ -32,6 +33,7 @@ func (r *instanceResource) checkEngineLimits(ctx context.Context, plan instanceM
 	if r.data == nil || !known(plan.Backend) {
 		return
 	}
+	r.checkEngineVMs(ctx, plan, resp)
 	if cfg, diags := ConfigFromHandle(ctx, plan.Backend); diags.HasError() || (cfg.Driver != driver.Docker && cfg.Driver != driver.Local) {
 		return
 	}
@@ -75,5 +77,35 @@ func (r *instanceResource) checkEngineLimits(ctx context.Context, plan instanceM
 					"` (its capabilities lack \""+l.capability+"\"; see sandbox_backend.capabilities). "+
 					"Remove the limit, or use an engine that supports it.")
 		}
+	}
+}
+
+// checkEngineVMs: `type = "vm"` on an Incus server without the qemu driver
+// is a plan error at `type` when the server answers (its capabilities lack
+// "vms"); when it does not answer, CreateInstance refuses with the same
+// reason at apply.
+func (r *instanceResource) checkEngineVMs(ctx context.Context, plan instanceModel, resp *resource.ModifyPlanResponse) {
+	if plan.Type.ValueString() != driver.TypeVM {
+		return
+	}
+	if cfg, diags := ConfigFromHandle(ctx, plan.Backend); diags.HasError() || cfg.Driver != driver.Incus {
+		return
+	}
+	d, cfg, diags := r.data.Driver(ctx, plan.Backend)
+	if diags.HasError() {
+		return
+	}
+	ictx, cancel := context.WithTimeout(ctx, engineCheckTimeout)
+	defer cancel()
+	info, err := d.Info(ictx)
+	if err != nil || len(info.Capabilities) == 0 {
+		tflog.Debug(ctx, "VM support not checked at plan time", map[string]any{"backend": cfg.Name, "error": err})
+		return
+	}
+	if !info.Has(driver.CapVMs) {
+		resp.Diagnostics.AddAttributeError(path.Root("type"), "Virtual Machines Not Supported by This Server",
+			"The incus backend \""+cfg.Name+"\" runs on Incus "+info.EngineVersion+", which cannot run virtual machines "+
+				"(its instance drivers lack qemu, or the host lacks KVM; sandbox_backend.capabilities has no \"vms\"). "+
+				"Use `type = \"container\"`, or a backend on a server with VM support.")
 	}
 }

@@ -56,6 +56,7 @@ func planHandle(plan *instanceModel, state instanceModel, diags *diag.Diagnostic
 	h, d := instanceHandleValue(plan.Backend, state.ID.ValueString(), state.Name.ValueString(), state.Type.ValueString())
 	diags.Append(d...)
 	plan.Handle = h
+	plan.Endpoints = types.MapUnknown(types.StringType) // e.g. a new advertise_host
 }
 
 // checkCapabilities reports, at the attribute that asks for it, what the

@@ -2,8 +2,8 @@ package provider_test
 
 // Acceptance tests of remote Docker hosts at the resource level: a whole
 // configuration (backend, image built from an uploaded context, seeded
-// volume, instance with published ports) over SSH and over TCP+TLS, and two
-// backends in one configuration. Gates: SANDBOX_ACC_SSH, SANDBOX_ACC_TLS
+// volume, instance with published ports) over SSH and over TCP+TLS, two
+// backends in one configuration, and the SSH credential sources. Gates: SANDBOX_ACC_SSH, SANDBOX_ACC_TLS
 // (plus SANDBOX_ACC_DOCKER for the local-socket half of the mixed fleet).
 
 import (
@@ -52,6 +52,14 @@ func newRemoteEnv(t *testing.T, cfg driver.Config) remoteEnv {
 }
 
 func (e remoteEnv) image() string { return e.cfg.Name + "/busybox:1" }
+
+// withAdvertiseHost is e with docker.advertise_host set.
+func (e remoteEnv) withAdvertiseHost(h string) remoteEnv {
+	dc := *e.cfg.Docker
+	dc.AdvertiseHost = h
+	e.cfg.Docker = &dc
+	return e
+}
 
 // backendHCL declares sandbox_backend.<res> for e.
 func (e remoteEnv) backendHCL(res string) string {
@@ -164,6 +172,21 @@ func testAccRemoteStack(t *testing.T, e remoteEnv, extra ...statecheck.StateChec
 				ImportStateVerifyIgnore: []string{"source"}},
 			{ResourceName: "sandbox_instance.test", ImportState: true, ImportStateId: backendID + "/web", ImportStateVerify: true,
 				ImportStateVerifyIgnore: []string{"command", "env", "timeouts", "volumes"}},
+			{
+				// Another advertise_host is a connection setting: everything is
+				// updated in place and the endpoints follow it.
+				Config: e.withAdvertiseHost("localhost").stackHCL(res),
+				ConfigPlanChecks: resource.ConfigPlanChecks{
+					PreApply: []plancheck.PlanCheck{
+						plancheck.ExpectResourceAction("sandbox_backend.test", plancheck.ResourceActionUpdate),
+						plancheck.ExpectResourceAction("sandbox_instance.test", plancheck.ResourceActionUpdate),
+					},
+					PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()},
+				},
+				ConfigStateChecks: []statecheck.StateCheck{statecheck.ExpectKnownValue("sandbox_instance.test",
+					tfjsonpath.New("endpoints").AtMapKey("http"), knownvalue.StringRegexp(regexp.MustCompile(`^localhost:[0-9]+$`)))},
+				Check: checkServes("sandbox_instance.test", "http", "seeded-"+e.cfg.Name),
+			},
 		},
 	})
 }
@@ -245,4 +268,43 @@ func checkInstanceCount(cfg driver.Config, want int) resource.TestCheckFunc {
 		}
 		return nil
 	}
+}
+
+// TestAccRemote_sshCredentialSources authenticates the ways the docs list:
+// an encrypted ssh_key_file whose passphrase comes from the variable that
+// ssh_key_passphrase_env names (host key from a hashed known_hosts), and,
+// with no key file and no agent, the provider's ssh_private_key.
+func TestAccRemote_sshCredentialSources(t *testing.T) {
+	acctest.PreCheckSSH(t)
+	noCredentialsButTheKeyFile(t)
+	t.Setenv("TF_ACC_SSH_PASSPHRASE", acctest.TestEnv("SANDBOX_TEST_SSH_KEY_PASSPHRASE"))
+	enc := acctest.SSHDriverConfig(acctest.RandomName("tf-acc"))
+	enc.Docker.SSHKeyFile = acctest.TestEnv("SANDBOX_TEST_SSH_KEY_ENC")
+	enc.Docker.KnownHostsFile = acctest.TestEnv("SANDBOX_TEST_SSH_KNOWN_HOSTS_HASHED")
+	byProvider := acctest.SSHDriverConfig(acctest.RandomName("tf-acc"))
+	byProvider.Docker.SSHKeyFile = ""
+	for _, c := range []driver.Config{enc, byProvider} {
+		acctest.SweepOnCleanup(t, c)
+	}
+	config := fmt.Sprintf(`
+provider "sandbox" {
+  ssh_private_key = file(%q)
+}
+`, acctest.TestEnv(acctest.EnvSSHKey)) + strings.Replace(remoteEnv{cfg: enc}.backendHCL("enc"), "  }\n}",
+		"    ssh_key_passphrase_env = \"TF_ACC_SSH_PASSPHRASE\"\n  }\n}", 1) + remoteEnv{cfg: byProvider}.backendHCL("provider")
+	fp := knownvalue.StringExact(acctest.TestEnv(acctest.EnvSSHFingerprint))
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: acctest.ProtoV6ProviderFactories,
+		CheckDestroy:             acctest.ComposeChecks(acctest.CheckNoManagedObjects(enc), acctest.CheckNoManagedObjects(byProvider)),
+		Steps: []resource.TestStep{{
+			Config: config,
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue("sandbox_backend.enc", handleField("host_key_fingerprint"), fp),
+				statecheck.ExpectKnownValue("sandbox_backend.provider", handleField("host_key_fingerprint"), fp),
+				statecheck.ExpectKnownValue("sandbox_backend.enc", tfjsonpath.New("engine_version"), knownvalue.NotNull()),
+				statecheck.ExpectKnownValue("sandbox_backend.provider", tfjsonpath.New("engine_version"), knownvalue.NotNull()),
+			},
+			Check: resource.ComposeTestCheckFunc(checkScope(enc, true), checkScope(byProvider, true)),
+		}},
+	})
 }

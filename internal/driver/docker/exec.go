@@ -170,7 +170,7 @@ func (d *Driver) CopyFiles(ctx context.Context, id string, files []driver.File) 
 // is nothing to ask.
 func (d *Driver) probeDiskLimit(ctx context.Context, ei *engineInfo) bool {
 	candidate := ei.storageDrv == "btrfs" || ei.storageDrv == "zfs" ||
-		(ei.storageDrv == "overlay2" && ei.backingFS == "xfs")
+		((ei.storageDrv == "overlay2" || ei.storageDrv == "overlay") && ei.backingFS == "xfs") // overlay: Podman's name
 	if !candidate {
 		return false
 	}

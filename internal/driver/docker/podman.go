@@ -43,7 +43,8 @@ package docker
 // streams, copying files into containers and, through the never-started
 // helper container, into volumes, the agent as PID 1 (bind mount locally,
 // volume remotely), classic builds from a context, memory, CPU and pids
-// limits at create (cgroup v1 and v2), status and exit codes.
+// limits at create (tested with rootful Podman 4.3 on cgroup v1), status
+// and exit codes.
 
 import (
 	"bytes"

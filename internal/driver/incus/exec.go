@@ -284,17 +284,13 @@ func (d *Driver) uploadAgent(ctx context.Context, c incus.InstanceServer, id str
 
 // startWatcher arranges the engine-side stop at the deadline for instances
 // whose PID 1 is not the agent (system containers and VMs): a detached
-// agent that powers the instance off at the deadline. The agent has no such
-// mode yet, so checkSpec rejects that case before anything is created; this
-// is the single place to enable it (see watcherCommand).
+// agent that powers the instance off at the deadline (watcherCommand). It
+// runs after every start, since a stop ends it.
 func (d *Driver) startWatcher(ctx context.Context, c incus.InstanceServer, spec driver.InstanceSpec, deadline time.Time) error {
 	if deadline.IsZero() || commandMode(spec) {
 		return nil
 	}
-	argv, err := watcherCommand(deadline)
-	if err != nil {
-		return d.errf(err, "instance %q", spec.Name)
-	}
+	argv := watcherCommand(deadline)
 	if err := d.ensureAgent(ctx, c, spec.Name); err != nil {
 		return err
 	}

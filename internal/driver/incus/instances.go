@@ -26,6 +26,11 @@ func (d *Driver) CreateInstance(ctx context.Context, spec driver.InstanceSpec) (
 	userName := spec.Name
 	spec.Name = engineName(d.backend, userName)
 	d.forget(spec.Name) // a new instance of an old name starts without them
+	if spec.Type == driver.TypeVM {
+		if err := d.checkVMs(ctx); err != nil {
+			return driver.Instance{}, err
+		}
+	}
 	plan, release, err := d.planInstance(ctx, c, spec, userName)
 	defer release()
 	if err != nil {

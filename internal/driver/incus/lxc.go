@@ -16,7 +16,14 @@ import (
 // rawLXC is the raw.lxc of a container: the hardening of spec.Security and,
 // with a command, the command as PID 1. "" when there is nothing to set.
 func rawLXC(s driver.InstanceSpec, deadline time.Time) (string, error) {
-	lines := securityLines(s.Security)
+	sec := s.Security
+	if needsWatcher(s) {
+		// The lifetime watcher powers the container off with reboot(2),
+		// which needs CAP_SYS_BOOT; in a container it can only end the
+		// container itself.
+		sec.CapAdd = append(append([]string(nil), sec.CapAdd...), "SYS_BOOT")
+	}
+	lines := securityLines(sec)
 	if commandMode(s) {
 		cmd, err := commandLines(s, deadline)
 		if err != nil {
@@ -31,12 +38,15 @@ func rawLXC(s driver.InstanceSpec, deadline time.Time) (string, error) {
 }
 
 // commandLines replace the image's init with the command, behind the agent
-// init when agentInit (it forwards signals, reaps zombies and stops
-// everything at the deadline). SIGTERM as the halt signal makes `incus
-// stop` reach it.
+// init when agentInit (it forwards signals, reaps zombies, stops everything
+// at the deadline and reads a command with spaces from its argv file).
+// SIGTERM as the halt signal makes `incus stop` reach it.
 func commandLines(s driver.InstanceSpec, deadline time.Time) ([]string, error) {
-	argv := initCommand(s.Command)
-	if agentInit(s) {
+	argv := s.Command
+	switch {
+	case needsArgvFile(s.Command):
+		argv = agent.InitArgvFileCommand(deadline, stopGrace, commandArgvFile)
+	case agentInit(s):
 		argv = agent.InitCommandGrace(deadline, stopGrace, argv)
 	}
 	lines := []string{
@@ -113,13 +123,14 @@ func capName(c string) string {
 	return strings.ToLower(strings.TrimPrefix(strings.ToUpper(c), "CAP_"))
 }
 
-// commandScript is where a command that lxc.init.cmd cannot carry is
-// written as a shell script (see initCommand).
-const commandScript = "/.sandbox/command"
+// commandArgvFile is where a command that lxc.init.cmd cannot carry is
+// written for the agent init's --argv-file (see needsArgvFile).
+const commandArgvFile = "/.sandbox/command.argv"
 
-// needsScript reports whether argv cannot go into lxc.init.cmd as it is:
-// LXC splits that line at spaces, without quoting.
-func needsScript(argv []string) bool {
+// needsArgvFile reports whether argv cannot go into lxc.init.cmd as it is:
+// LXC splits that line at spaces, without quoting. The agent init then
+// reads it from commandArgvFile, so no shell is needed in the image.
+func needsArgvFile(argv []string) bool {
 	for _, a := range argv {
 		if a == "" || strings.ContainsAny(a, " \t\n") {
 			return true
@@ -128,23 +139,9 @@ func needsScript(argv []string) bool {
 	return false
 }
 
-// initCommand is what the agent init runs: the command itself, or, when an
-// argument holds whitespace, /bin/sh running commandScript (so such commands
-// need a shell in the image).
-func initCommand(argv []string) []string {
-	if needsScript(argv) {
-		return []string{"/bin/sh", commandScript}
-	}
-	return argv
-}
-
-// scriptFor is commandScript's content: exec of argv, each word quoted.
-func scriptFor(argv []string) []byte {
-	var b strings.Builder
-	b.WriteString("#!/bin/sh\n# written by terraform-provider-sandbox: the instance's command\nexec")
-	for _, a := range argv {
-		b.WriteString(" '" + strings.ReplaceAll(a, "'", `'\''`) + "'")
-	}
-	b.WriteString("\n")
-	return []byte(b.String())
+// needsWatcher reports whether the lifetime is kept by a detached
+// `agent poweroff` (startWatcher) rather than by the agent as PID 1: system
+// containers and VMs, whose image's init stays PID 1.
+func needsWatcher(s driver.InstanceSpec) bool {
+	return s.Lifetime > 0 && !commandMode(s)
 }

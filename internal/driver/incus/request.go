@@ -59,10 +59,10 @@ type publishedPort struct {
 func commandMode(spec driver.InstanceSpec) bool { return len(spec.Command) > 0 }
 
 // agentInit reports whether the agent runs as PID 1 in front of the command:
-// for security.init (reaping, signals) and always for a lifetime, which it
-// enforces.
+// for security.init (reaping, signals), for a lifetime, which it enforces,
+// and for a command with spaces, which it reads from its argv file.
 func agentInit(spec driver.InstanceSpec) bool {
-	return commandMode(spec) && (spec.Security.Init || spec.Lifetime > 0)
+	return commandMode(spec) && (spec.Security.Init || spec.Lifetime > 0 || needsArgvFile(spec.Command))
 }
 
 // buildInstance returns the create request for p.
@@ -153,11 +153,6 @@ func checkSpec(s driver.InstanceSpec) error {
 			return unsupported("a read-only root filesystem on a virtual machine")
 		}
 	}
-	if s.Lifetime > 0 && !commandMode(s) {
-		if _, err := watcherCommand(time.Now()); err != nil {
-			return err
-		}
-	}
 	if s.User != "" {
 		if _, _, err := parseUser(s.User); err != nil {
 			return err
@@ -216,13 +211,13 @@ func limitsConfig(typ string, l driver.Limits) (map[string]string, error) {
 var limitKeys = []string{"limits.cpu", "limits.cpu.allowance", "limits.memory", "limits.processes"}
 
 // prestart lists the directories and files to create before the first start:
-// the working directory, the command script and the user's files.
+// the working directory, the command's argv file and the user's files.
 func prestart(s driver.InstanceSpec) (dirs []string, files []driver.File) {
 	if s.Workdir != "" {
 		dirs = append(dirs, s.Workdir)
 	}
-	if commandMode(s) && needsScript(s.Command) {
-		files = append(files, driver.File{Path: commandScript, Content: scriptFor(s.Command), Mode: 0o755})
+	if commandMode(s) && needsArgvFile(s.Command) {
+		files = append(files, driver.File{Path: commandArgvFile, Content: agent.ArgvFileContent(s.Command), Mode: 0o644})
 	}
 	return dirs, append(files, s.Files...)
 }
@@ -306,14 +301,17 @@ func portsLabel(ports []driver.PortSpec) string {
 	return strings.Join(parts, ",")
 }
 
+// Where the lifetime watcher (a detached `agent poweroff`) logs and records
+// its pid inside the instance.
+const (
+	watcherLog     = "/.sandbox/run/lifetime.log"
+	watcherPidFile = "/.sandbox/run/lifetime.pid"
+)
+
 // watcherCommand is the detached process that stops a system container or
-// a VM at its deadline. A container stops when a process inside calls
-// reboot(LINUX_REBOOT_CMD_POWER_OFF) (the kernel ends its PID namespace; a
-// VM powers off), but the agent has no mode that does that yet, and the
-// image's own init cannot run under the agent (it insists on being PID 1).
-// Until it has, lifetime needs command (the agent is then PID 1 and owns the
-// deadline). The argv would be agent.ServiceCommand(log, pidfile, "",
-// [agent, "poweroff", "--at", deadline]).
-func watcherCommand(time.Time) ([]string, error) {
-	return nil, fmt.Errorf("lifetime without command: on Incus the deadline is kept by the sandbox agent running as PID 1, which replaces the image's init only when command is set; set command (e.g. [\"sleep\", \"infinity\"]) or leave lifetime unset: %w", driver.ErrUnsupported)
+// a VM at its deadline: the agent's `poweroff --at`, which calls
+// reboot(LINUX_REBOOT_CMD_POWER_OFF) then (the kernel ends the container's
+// PID namespace; a VM powers off). The image's own init stays PID 1.
+func watcherCommand(deadline time.Time) []string {
+	return agent.ServiceCommand(watcherLog, watcherPidFile, "", agent.PoweroffCommand(deadline))
 }

@@ -70,7 +70,7 @@ func TestVMRejects(t *testing.T) {
 	for name, spec := range map[string]driver.InstanceSpec{
 		"command":    {Type: driver.TypeVM, Command: []string{"sleep", "1"}},
 		"pids_limit": {Type: driver.TypeVM, PidsLimit: 10},
-		"lifetime":   {Type: driver.TypeVM, Lifetime: time.Hour},
+		"read-only":  {Type: driver.TypeVM, Security: driver.Security{ReadOnlyRootfs: true}},
 		"bad type":   {Type: "pod"},
 		"user name":  {User: "www-data"},
 		"network":    {Network: "host"},
@@ -128,23 +128,50 @@ func TestCommandRawLXC(t *testing.T) {
 	}
 }
 
-// LXC splits lxc.init.cmd at spaces, so such commands go through a script.
-func TestCommandWithSpacesUsesScript(t *testing.T) {
+// LXC splits lxc.init.cmd at spaces, so such commands reach the agent init
+// through an argv file (no shell needed in the image).
+func TestCommandWithSpacesUsesArgvFile(t *testing.T) {
 	spec := driver.InstanceSpec{Command: []string{"sh", "-c", "echo 'a b' && sleep 1"}}
+	if !agentInit(spec) {
+		t.Error("a command with spaces needs the agent init")
+	}
 	raw, err := rawLXC(spec, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(raw, "lxc.init.cmd = /bin/sh "+commandScript+"\n") {
-		t.Errorf("raw.lxc does not run the script:\n%s", raw)
+	if !strings.Contains(raw, "lxc.init.cmd = /.sandbox/sandbox-agent init --grace 10s --argv-file "+commandArgvFile+"\n") {
+		t.Errorf("raw.lxc does not read the argv file:\n%s", raw)
 	}
 	_, files := prestart(spec)
-	if len(files) != 1 || files[0].Path != commandScript {
-		t.Fatalf("prestart files %+v, want the command script", files)
+	if len(files) != 1 || files[0].Path != commandArgvFile {
+		t.Fatalf("prestart files %+v, want the argv file", files)
 	}
-	want := "#!/bin/sh\n# written by terraform-provider-sandbox: the instance's command\nexec 'sh' '-c' 'echo '\\''a b'\\'' && sleep 1'\n"
+	want := `["sh","-c","echo 'a b' \u0026\u0026 sleep 1"]` + "\n"
 	if string(files[0].Content) != want {
-		t.Errorf("script:\n%s\nwant:\n%s", files[0].Content, want)
+		t.Errorf("argv file:\n%s\nwant:\n%s", files[0].Content, want)
+	}
+}
+
+// Lifetime without command: a detached `agent poweroff`, which needs
+// CAP_SYS_BOOT even when the user drops every capability.
+func TestWatcherRequest(t *testing.T) {
+	deadline := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	want := []string{"/.sandbox/sandbox-agent", "service", "--log", watcherLog, "--pidfile", watcherPidFile, "--",
+		"/.sandbox/sandbox-agent", "poweroff", "--at", "2030-01-02T03:04:05.000Z"}
+	if got := watcherCommand(deadline); !reflect.DeepEqual(got, want) {
+		t.Errorf("watcherCommand = %q\nwant %q", got, want)
+	}
+	spec := driver.InstanceSpec{Lifetime: time.Hour, Security: driver.Security{CapDrop: []string{"ALL"}}}
+	raw, err := rawLXC(spec, deadline)
+	if err != nil || raw != "lxc.cap.keep = sys_boot\n" {
+		t.Errorf("raw.lxc = %q, %v; want sys_boot kept", raw, err)
+	}
+	spec.Security = driver.Security{CapDrop: []string{"SYS_BOOT", "NET_RAW"}}
+	if raw, _ := rawLXC(spec, deadline); raw != "lxc.cap.drop = net_raw\n" {
+		t.Errorf("raw.lxc = %q; want sys_boot not dropped", raw)
+	}
+	if _, err := buildInstance(basePlan(driver.InstanceSpec{Type: driver.TypeVM, Lifetime: time.Hour})); err != nil {
+		t.Errorf("VM with a lifetime: %v", err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/lxc/incus/v6/shared/api"
@@ -146,6 +147,24 @@ func capabilities(drivers string) []string {
 		}
 	}
 	return caps
+}
+
+// checkVMs refuses a VM on a server that cannot run them, saying why,
+// before anything is created.
+func (d *Driver) checkVMs(ctx context.Context) error {
+	g, err := d.global(ctx)
+	if err != nil {
+		return err
+	}
+	srv, _, err := g.GetServer()
+	if err != nil {
+		return d.errf(err, "server info")
+	}
+	if !slices.Contains(capabilities(srv.Environment.Driver), driver.CapVMs) {
+		return fmt.Errorf("incus backend %q: type = vm: the server cannot run virtual machines (its instance drivers are %q; VMs need the qemu driver and KVM on the host): %w",
+			d.backend, srv.Environment.Driver, driver.ErrUnsupported)
+	}
+	return nil
 }
 
 // serverArch is the server's primary architecture name (for metadata).

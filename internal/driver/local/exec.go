@@ -58,6 +58,9 @@ func (d *Driver) Exec(ctx context.Context, id string, spec driver.ExecSpec) (dri
 	case err != nil:
 		return res, d.errf("instance %q: exec %q: %w", id, spec.Command[0], err)
 	}
+	if res.ExitCode == 2 && st.Spec.PidsLimit > 0 && bytes.Contains(res.Stderr, []byte("failed to create new OS thread")) {
+		return res, d.errf("instance %q: exec %q: the sandbox's processes and threads have reached its pids_limit (%d)", id, spec.Command[0], st.Spec.PidsLimit)
+	}
 	return res, nil
 }
 

@@ -152,13 +152,15 @@ func (d *Driver) checkLimits(l driver.Limits) error {
 		}
 	}
 	if l.PidsLimit > 0 && l.PidsLimit < minPidsLimit {
-		return fmt.Errorf("pids_limit: %d is too low: it counts the sandbox's init, which runs about %d threads, and bwrap; use at least %d", l.PidsLimit, agent.InitThreads, minPidsLimit)
+		return fmt.Errorf("pids_limit: %d is too low: it counts the sandbox's init, which runs about %d threads, bwrap and every exec; use at least %d", l.PidsLimit, agent.InitThreads, minPidsLimit)
 	}
 	return nil
 }
 
-// minPidsLimit leaves the command a few processes beside init and bwrap.
-const minPidsLimit = 16
+// minPidsLimit leaves room beside init (about agent.InitThreads) and bwrap
+// for the command and an exec, which briefly takes a few more threads (the
+// agent's exec, as runc's init does for a Docker exec).
+const minPidsLimit = 24
 
 // limitAttribute names the sandbox_instance attribute each controller enforces.
 var limitAttribute = map[string]string{"cpu": "cpus", "memory": "memory", "pids": "pids_limit"}
