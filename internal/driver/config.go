@@ -86,16 +86,46 @@ func (c DockerConfig) SSHConfig(sec Secrets) (sshconn.Config, error) {
 
 // IncusConfig reaches an Incus server.
 type IncusConfig struct {
-	Address           string `json:"address,omitempty"` // "" or unix:// path: local socket; https://host:8443 remote
+	// "" or unix://PATH: the local socket; https://host:8443: remote;
+	// ssh://user@host[:port][/PATH]: the server's unix socket through SSH.
+	Address           string `json:"address,omitempty"`
 	ClientCertFile    string `json:"client_cert_file,omitempty"`
 	ClientKeyFile     string `json:"client_key_file,omitempty"`
 	ServerCertFile    string `json:"server_cert_file,omitempty"`
 	ServerFingerprint string `json:"server_fingerprint,omitempty"`
-	Project           string `json:"project,omitempty"`
-	StoragePool       string `json:"storage_pool,omitempty"`
-	Network           string `json:"network,omitempty"`
-	AdvertiseHost     string `json:"advertise_host,omitempty"`
-	PortStrategy      string `json:"port_strategy,omitempty"`
+	// TrustTokenEnv names the environment variable holding a trust token
+	// (`incus config trust add`) used on first contact over https://; the
+	// token itself never enters a handle or state.
+	TrustTokenEnv      string `json:"trust_token_env,omitempty"`
+	SSHKeyFile         string `json:"ssh_key_file,omitempty"`
+	KnownHostsFile     string `json:"known_hosts_file,omitempty"`
+	HostKeyFingerprint string `json:"host_key_fingerprint,omitempty"`
+	Project            string `json:"project,omitempty"`
+	StoragePool        string `json:"storage_pool,omitempty"`
+	Network            string `json:"network,omitempty"`
+	AdvertiseHost      string `json:"advertise_host,omitempty"`
+	PortStrategy       string `json:"port_strategy,omitempty"`
+}
+
+// IncusDefaultRemoteSocket is the Incus socket on an SSH host unless the
+// ssh:// address names a path.
+const IncusDefaultRemoteSocket = "/var/lib/incus/unix.socket"
+
+// SSHConfig is the SSH connection of an ssh:// address (shared with the
+// provider's plan-time host key lookup through sshconn's pool).
+func (c IncusConfig) SSHConfig(sec Secrets) (sshconn.Config, error) {
+	sc, err := sshconn.ParseURL(c.Address)
+	if err != nil {
+		return sshconn.Config{}, err
+	}
+	sc.KeyFile = c.SSHKeyFile
+	sc.KnownHostsFile = c.KnownHostsFile
+	sc.HostKeyFingerprint = c.HostKeyFingerprint
+	sc.PrivateKeyPEM = sec.SSHPrivateKey
+	if sc.SocketPath == "" {
+		sc.SocketPath = IncusDefaultRemoteSocket
+	}
+	return sc, nil
 }
 
 // KubernetesConfig reaches a Kubernetes API server.

@@ -162,7 +162,8 @@ func instanceInputAttributes() map[string]schema.Attribute {
 			PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplaceIf(limitRemovedString, liftDoc, liftDoc)},
 		},
 		"pids_limit": schema.Int64Attribute{
-			Optional: true, Description: "Maximum number of processes. Changes in place; removing it replaces the sandbox.",
+			Optional: true, Description: "Maximum number of processes. Threads count too, including the ten or so of the sandbox's own init " +
+				"(the local backend requires at least 24). Changes in place; removing it replaces the sandbox.",
 			Validators:    []validator.Int64{int64validator.AtLeast(1)},
 			PlanModifiers: []planmodifier.Int64{int64planmodifier.RequiresReplaceIf(limitRemovedInt, liftDoc, liftDoc)},
 		},

@@ -85,8 +85,9 @@ func TestRemoteHTTPS(t *testing.T) {
 	}
 }
 
-// exposeHTTPS makes the server listen on remoteAddr for the test unless it
-// listens somewhere already.
+// exposeHTTPS makes the server listen on remoteAddr unless it listens
+// somewhere already. The listener is left in place: tests of other packages
+// running in parallel may use it too.
 func exposeHTTPS(t *testing.T, c incus.InstanceServer) string {
 	t.Helper()
 	srv, etag, err := c.GetServer()
@@ -101,21 +102,37 @@ func exposeHTTPS(t *testing.T, c incus.InstanceServer) string {
 	if err := c.UpdateServer(put, etag); err != nil {
 		t.Fatalf("listen on %s: %v", remoteAddr, err)
 	}
-	t.Cleanup(func() {
-		srv, etag, err := c.GetServer()
-		if err != nil {
-			return
-		}
-		put := srv.Writable()
-		delete(put.Config, "core.https_address")
-		_ = c.UpdateServer(put, etag)
-	})
 	return remoteAddr
 }
 
 // trustNewClient makes a client certificate, adds it to the server's trust
 // store for the test, and returns the PEM files.
 func trustNewClient(t *testing.T, c incus.InstanceServer) (certFile, keyFile string) {
+	t.Helper()
+	certFile, keyFile, der := newClientCert(t)
+	name := "sandbox-remote-test-" + uniqueName("c")
+	// The API takes the base64 DER (the PEM body without its armour).
+	err := c.CreateCertificate(api.CertificatesPost{CertificatePut: api.CertificatePut{Name: name, Type: api.CertificateTypeClient, Certificate: base64.StdEncoding.EncodeToString(der)}})
+	if err != nil {
+		t.Fatalf("trust the client certificate: %v", err)
+	}
+	t.Cleanup(func() { untrust(c, name, "") })
+	return certFile, keyFile
+}
+
+// untrust removes the certificates with that name or fingerprint.
+func untrust(c incus.InstanceServer, name, fingerprint string) {
+	certs, _ := c.GetCertificates()
+	for _, ct := range certs {
+		if (name != "" && ct.Name == name) || (fingerprint != "" && ct.Fingerprint == fingerprint) {
+			_ = c.DeleteCertificate(ct.Fingerprint)
+		}
+	}
+}
+
+// newClientCert makes a self-signed client certificate and key (PEM files)
+// that the server does not trust yet.
+func newClientCert(t *testing.T) (certFile, keyFile string, der []byte) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -128,7 +145,7 @@ func trustNewClient(t *testing.T, c incus.InstanceServer) (certFile, keyFile str
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 		KeyUsage:    x509.KeyUsageDigitalSignature,
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	der, err = x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,21 +162,7 @@ func trustNewClient(t *testing.T, c incus.InstanceServer) (certFile, keyFile str
 	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	name := "sandbox-remote-test-" + uniqueName("c")
-	// The API takes the base64 DER (the PEM body without its armour).
-	err = c.CreateCertificate(api.CertificatesPost{CertificatePut: api.CertificatePut{Name: name, Type: api.CertificateTypeClient, Certificate: base64.StdEncoding.EncodeToString(der)}})
-	if err != nil {
-		t.Fatalf("trust the client certificate: %v", err)
-	}
-	t.Cleanup(func() {
-		certs, _ := c.GetCertificates()
-		for _, ct := range certs {
-			if ct.Name == name {
-				_ = c.DeleteCertificate(ct.Fingerprint)
-			}
-		}
-	})
-	return certFile, keyFile
+	return certFile, keyFile, der
 }
 
 // remoteInstance runs an instance through the remote connection: the agent

@@ -9,14 +9,18 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"strings"
+	"time"
 
 	incus "github.com/lxc/incus/v6/client"
+	"github.com/lxc/incus/v6/shared/api"
 
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/sshconn"
 )
 
 // EnvSocket overrides the local socket path, as for the incus CLI.
@@ -24,19 +28,34 @@ const EnvSocket = "INCUS_SOCKET"
 
 const userAgent = "terraform-provider-sandbox"
 
-// isRemote tells a local socket address ("", unix://PATH, or a path) from an
-// https:// server.
-func isRemote(address string) (bool, error) {
+// Transports of an address.
+const (
+	transportUnix  = "unix"
+	transportHTTPS = "https"
+	transportSSH   = "ssh"
+)
+
+// transportOf tells a local socket address ("", unix://PATH, or a path)
+// from an https:// server and an ssh:// host whose socket is reached
+// through SSH.
+func transportOf(address string) (string, error) {
 	switch {
 	case address == "", strings.HasPrefix(address, "unix://"), strings.HasPrefix(address, "/"):
-		return false, nil
-	case strings.HasPrefix(address, "https://"):
+		return transportUnix, nil
+	case strings.HasPrefix(address, "https://"), strings.HasPrefix(address, "ssh://"):
 		if _, err := url.Parse(address); err != nil {
-			return false, fmt.Errorf("address %q: %v", address, err)
+			return "", fmt.Errorf("address %q: %v", address, err)
 		}
-		return true, nil
+		return strings.SplitN(address, ":", 2)[0], nil
 	}
-	return false, fmt.Errorf("address %q: use unix://PATH for the local socket or https://HOST:8443 for a remote server", address)
+	return "", fmt.Errorf("address %q: use unix://PATH for the local socket, https://HOST:8443 or ssh://USER@HOST for a remote server", address)
+}
+
+// isRemote reports whether the server is on another host (as far as the
+// driver can tell): its files cannot be bind-mounted from here.
+func isRemote(address string) (bool, error) {
+	t, err := transportOf(address)
+	return t != transportUnix, err
 }
 
 // socketPath resolves the local socket: the address, else $INCUS_SOCKET, else
@@ -51,23 +70,36 @@ func socketPath(address string) string {
 // connect opens the server connection. The client disables HTTP keep-alive
 // by default; we turn it back on so a burst of calls reuses connections
 // instead of dialing (and, remotely, handshaking) every time.
-func connect(ctx context.Context, cfg driver.IncusConfig) (incus.InstanceServer, error) {
+func connect(ctx context.Context, cfg driver.IncusConfig, sec driver.Secrets) (incus.InstanceServer, error) {
 	// The client keeps this context for every later request, and the
 	// connection outlives the Terraform call that opened it: keep the
 	// values, drop the cancellation (else every call after the first RPC
 	// fails with "context canceled").
 	ctx = context.WithoutCancel(ctx)
-	remote, err := isRemote(cfg.Address)
+	transport, err := transportOf(cfg.Address)
 	if err != nil {
 		return nil, err
 	}
-	if !remote {
-		args := &incus.ConnectionArgs{UserAgent: userAgent, SkipGetServer: true}
+	args := &incus.ConnectionArgs{UserAgent: userAgent, SkipGetServer: true}
+	switch transport {
+	case transportUnix:
 		s, err := incus.ConnectIncusUnixWithContext(ctx, socketPath(cfg.Address), args)
 		if err != nil {
 			return nil, err
 		}
-		return finishConnect(s, nil)
+		return finishConnect(s, connectOptions{})
+	case transportSSH:
+		sc, err := cfg.SSHConfig(sec)
+		if err != nil {
+			return nil, err
+		}
+		// The client's unix transport, with every dial (HTTP, websockets,
+		// SFTP) going to the remote socket through the pooled SSH connection.
+		s, err := incus.ConnectIncusUnixWithContext(ctx, sc.SocketPath, args)
+		if err != nil {
+			return nil, err
+		}
+		return finishConnect(s, connectOptions{dial: sshDialer(sc)})
 	}
 	args, pin, err := remoteArgs(cfg)
 	if err != nil {
@@ -77,12 +109,47 @@ func connect(ctx context.Context, cfg driver.IncusConfig) (incus.InstanceServer,
 	if err != nil {
 		return nil, err
 	}
-	return finishConnect(s, pin)
+	return finishConnect(s, connectOptions{pin: pin, trustTokenEnv: cfg.TrustTokenEnv})
 }
 
-// finishConnect enables keep-alive (and the fingerprint pin) on the client's
-// transport, then makes the first request, which also checks we are trusted.
-func finishConnect(s incus.InstanceServer, pin []byte) (incus.InstanceServer, error) {
+// connectOptions are the transport-specific parts of finishConnect.
+type connectOptions struct {
+	pin           []byte                                                   // server certificate SHA-256 (https)
+	dial          func(ctx context.Context, _, _ string) (net.Conn, error) // replaces the socket dial (ssh)
+	trustTokenEnv string                                                   // variable with a trust token (https)
+}
+
+// sshDialer dials the Incus socket on the SSH host. The connection comes
+// from sshconn's pool on every dial, so a dropped connection is redialed.
+func sshDialer(sc sshconn.Config) func(ctx context.Context, _, _ string) (net.Conn, error) {
+	return func(ctx context.Context, _, _ string) (net.Conn, error) {
+		conn, err := sshconn.Get(ctx, sc)
+		if err != nil {
+			return nil, fmt.Errorf("ssh to %s: %w", sc.Host, err)
+		}
+		c, err := conn.DialContext(ctx, "unix", sc.SocketPath)
+		if err != nil {
+			return nil, fmt.Errorf("ssh to %s: open %s: %w", sc.Host, sc.SocketPath, err)
+		}
+		return noDeadlines{c}, nil
+	}
+}
+
+// noDeadlines is an SSH channel as a net.Conn whose deadlines are accepted
+// and ignored: channels have none ("deadline not supported"), and the
+// Incus client sets them on the connections it upgrades (websockets,
+// SFTP). A dead peer is still noticed by sshconn's keepalive, which closes
+// the channels.
+type noDeadlines struct{ net.Conn }
+
+func (noDeadlines) SetDeadline(time.Time) error      { return nil }
+func (noDeadlines) SetReadDeadline(time.Time) error  { return nil }
+func (noDeadlines) SetWriteDeadline(time.Time) error { return nil }
+
+// finishConnect enables keep-alive (the fingerprint pin, the SSH dial) on the
+// client's transport, then makes the first request, which also checks we
+// are trusted (presenting the trust token if we are not yet).
+func finishConnect(s incus.InstanceServer, o connectOptions) (incus.InstanceServer, error) {
 	hc, err := s.GetHTTPClient()
 	if err != nil {
 		return nil, err
@@ -94,17 +161,58 @@ func finishConnect(s incus.InstanceServer, pin []byte) (incus.InstanceServer, er
 	t.DisableKeepAlives = false
 	t.MaxIdleConns = 64
 	t.MaxIdleConnsPerHost = 64
-	if pin != nil {
-		pinCertificate(t.TLSClientConfig, pin)
+	if o.pin != nil {
+		pinCertificate(t.TLSClientConfig, o.pin)
+	}
+	if o.dial != nil {
+		t.DialContext = o.dial
 	}
 	srv, _, err := s.GetServer()
 	if err != nil {
 		return nil, err
 	}
 	if srv.Auth != "trusted" {
-		return nil, errors.New("the server does not trust this client certificate (add it with `incus config trust add-certificate`)")
+		if err := presentTrustToken(s, o.trustTokenEnv); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
+}
+
+// trustedName is the name our certificate gets in the server's trust store.
+const trustedName = "terraform-provider-sandbox"
+
+// presentTrustToken adds our client certificate to the server's trust store
+// with the token from the environment variable named tokenEnv (first
+// contact), then checks the server now trusts us. Without a token it says
+// how to get trusted.
+func presentTrustToken(s incus.InstanceServer, tokenEnv string) error {
+	token := ""
+	if tokenEnv != "" {
+		token = strings.TrimSpace(os.Getenv(tokenEnv))
+	}
+	if token == "" {
+		hint := "set trust_token_env to a variable holding a token from `incus config trust add NAME`, or add the certificate with `incus config trust add-certificate`"
+		if tokenEnv != "" {
+			hint = fmt.Sprintf("the variable %s named by trust_token_env is empty; put a token from `incus config trust add NAME` in it, or add the certificate with `incus config trust add-certificate`", tokenEnv)
+		}
+		return fmt.Errorf("the server does not trust this client certificate: %s", hint)
+	}
+	err := s.CreateCertificate(api.CertificatesPost{
+		CertificatePut: api.CertificatePut{Name: trustedName, Type: api.CertificateTypeClient},
+		TrustToken:     token,
+	})
+	if err != nil {
+		return fmt.Errorf("the server does not trust this client certificate, and it refused the trust token from %s (tokens are single-use and expire): %v", tokenEnv, err)
+	}
+	srv, _, err := s.GetServer()
+	if err != nil {
+		return err
+	}
+	if srv.Auth != "trusted" {
+		return fmt.Errorf("the server accepted the trust token from %s but still does not trust this client certificate", tokenEnv)
+	}
+	return nil
 }
 
 // remoteArgs reads the certificate files. Without a server certificate or a

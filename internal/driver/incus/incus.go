@@ -57,7 +57,8 @@ type Driver struct {
 	backend string
 	cfg     driver.IncusConfig
 	labels  map[string]string // provider-level labels
-	remote  bool              // https: the daemon is not on this host
+	secrets driver.Secrets    // the provider's SSH key, for ssh:// addresses
+	remote  bool              // https or ssh: the daemon is not on this host
 
 	mu       sync.Mutex
 	server   incus.InstanceServer // scoped to the backend's project; nil until connected
@@ -99,6 +100,7 @@ func Open(_ context.Context, cfg driver.Config) (driver.Driver, error) {
 		backend:  cfg.Name,
 		cfg:      ic,
 		labels:   cfg.Labels,
+		secrets:  cfg.Secrets,
 		remote:   remote,
 		loopback: portalloc.NewAllocator(portalloc.Loopback),
 		ports:    map[int]bool{},
@@ -115,7 +117,7 @@ func (d *Driver) client(ctx context.Context) (incus.InstanceServer, error) {
 	}
 	// The Incus client keeps the context it connected with for every later
 	// request, so it must not be the (soon cancelled) context of one call.
-	s, err := connect(context.WithoutCancel(ctx), d.cfg)
+	s, err := connect(context.WithoutCancel(ctx), d.cfg, d.secrets)
 	if err != nil {
 		return nil, fmt.Errorf("incus backend %q: connect to %s: %v: %w", d.backend, d.address(), err, driver.ErrUnavailable)
 	}

@@ -162,6 +162,11 @@ func (d *Driver) fillEndpoints(out *driver.Instance, inst *api.InstanceFull) {
 
 // endpointHost is where a listen address is reached from outside.
 func (d *Driver) endpointHost(listenIP string) string {
+	// loopback_ip on a local server: the sandbox's own 127.x address is its
+	// endpoint; an advertise_host (127.0.0.1 by default) would not reach it.
+	if ip := net.ParseIP(listenIP); !d.remote && ip != nil && ip.IsLoopback() {
+		return listenIP
+	}
 	if d.cfg.AdvertiseHost != "" {
 		return d.cfg.AdvertiseHost
 	}
