@@ -45,16 +45,25 @@ func runAgent(t *testing.T, timeout time.Duration, args ...string) (int, string,
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	if !waitOrKill(cmd, timeout) {
+		t.Fatalf("agent %v did not exit within %s; stderr: %s", args, timeout, stderr.String())
+	}
+	return cmd.ProcessState.ExitCode(), stdout.String(), stderr.String()
+}
+
+// waitOrKill waits for a started cmd; after timeout it kills it and
+// reports false.
+func waitOrKill(cmd *exec.Cmd, timeout time.Duration) bool {
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
 	select {
 	case <-done:
+		return true
 	case <-time.After(timeout):
 		_ = cmd.Process.Kill()
 		<-done
-		t.Fatalf("agent %v did not exit within %s; stderr: %s", args, timeout, stderr.String())
+		return false
 	}
-	return cmd.ProcessState.ExitCode(), stdout.String(), stderr.String()
 }
 
 func TestInvoked(t *testing.T) {

@@ -56,13 +56,7 @@ func startAgent(t *testing.T, args ...string) (*exec.Cmd, *bufio.Reader) {
 func waitExit(t *testing.T, cmd *exec.Cmd, timeout time.Duration) (int, time.Duration) {
 	t.Helper()
 	start := time.Now()
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(timeout):
-		_ = cmd.Process.Kill()
-		<-done
+	if !waitOrKill(cmd, timeout) {
 		t.Fatalf("agent did not exit within %s", timeout)
 	}
 	return cmd.ProcessState.ExitCode(), time.Since(start)

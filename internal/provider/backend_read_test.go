@@ -48,7 +48,7 @@ func readBackend(t *testing.T, f *scopeFake) *resource.ReadResponse {
 	if diags := state.Set(ctx, &m); diags.HasError() {
 		t.Fatal(diags)
 	}
-	r := &backendResource{data: NewProviderData(driver.NewPool(), nil, driver.Secrets{})}
+	r := &backendResource{configured{data: NewProviderData(driver.NewPool(), nil, driver.Secrets{})}}
 	resp := &resource.ReadResponse{State: state}
 	r.Read(ctx, resource.ReadRequest{State: state}, resp)
 	if resp.Diagnostics.HasError() {

@@ -234,30 +234,55 @@ func (r *resolver) dockerSSH(d *driver.DockerConfig, u *url.URL) {
 }
 
 func (r *resolver) incus(i *driver.IncusConfig, name string) {
-	local := true
+	scheme := "unix"
 	switch u, err := url.Parse(i.Address); {
 	case i.Address == "":
 	case err == nil && u.Scheme == "unix" && strings.HasPrefix(u.Path, "/"):
 	case err == nil && u.Scheme == "https" && u.Hostname() != "":
-		local = false
+		scheme = "https"
+		setDefault(&i.AdvertiseHost, u.Hostname())
+	case err == nil && u.Scheme == "ssh" && u.Hostname() != "":
+		scheme = "ssh"
 		setDefault(&i.AdvertiseHost, u.Hostname())
 	default:
-		r.fail("address", "Invalid Incus Address", "`incus.address` is %q; leave it unset for the local server, or use `unix:///PATH` or `https://HOST[:PORT]`.", i.Address)
+		r.fail("address", "Invalid Incus Address", "`incus.address` is %q; leave it unset for the local server, or use `unix:///PATH`, `https://HOST[:PORT]` or `ssh://USER@HOST[:PORT][/SOCKET]`.", i.Address)
 	}
+	r.incusOnlyFor(scheme, "https", map[string]string{"client_cert_file": i.ClientCertFile, "client_key_file": i.ClientKeyFile,
+		"server_cert_file": i.ServerCertFile, "server_fingerprint": i.ServerFingerprint, "trust_token_env": i.TrustTokenEnv})
+	r.incusOnlyFor(scheme, "ssh", map[string]string{"ssh_key_file": i.SSHKeyFile, "known_hosts_file": i.KnownHostsFile, "host_key_fingerprint": i.HostKeyFingerprint})
 	r.file("client_cert_file", &i.ClientCertFile)
 	r.file("client_key_file", &i.ClientKeyFile)
 	r.file("server_cert_file", &i.ServerCertFile)
 	r.pair("client_cert_file", "client_key_file", i.ClientCertFile, i.ClientKeyFile)
-	if !local && i.ClientCertFile == "" {
-		r.fail("client_cert_file", "Missing Client Certificate", "`incus.address` %q is a remote server, which needs `incus.client_cert_file` and `incus.client_key_file` trusted by it (`incus config trust add-certificate`).", i.Address)
+	if scheme == "https" && i.ClientCertFile == "" {
+		r.fail("client_cert_file", "Missing Client Certificate", "`incus.address` %q is a remote server, which needs `incus.client_cert_file` and `incus.client_key_file`, trusted by it (`incus config trust add-certificate`) or presented with a trust token (`trust_token_env`).", i.Address)
+	}
+	if scheme == "ssh" {
+		r.file("ssh_key_file", &i.SSHKeyFile)
+		r.file("known_hosts_file", &i.KnownHostsFile)
+		if i.HostKeyFingerprint == "" {
+			setDefault(&i.KnownHostsFile, filepath.Join(r.env.home, ".ssh", "known_hosts"))
+		}
 	}
 	setDefault(&i.Project, name)
 	setDefault(&i.AdvertiseHost, "127.0.0.1")
-	if local {
+	if scheme == "unix" {
 		setDefault(&i.PortStrategy, driver.PortStrategyLoopbackIP)
 	}
 	setDefault(&i.PortStrategy, driver.PortStrategyDynamic)
 	r.enum("port_strategy", i.PortStrategy, portStrategyValues)
+}
+
+// incusOnlyFor refuses settings of another transport than the address's.
+func (r *resolver) incusOnlyFor(scheme, want string, fields map[string]string) {
+	if scheme == want {
+		return
+	}
+	for _, name := range sortedKeys(fields) {
+		if fields[name] != "" {
+			r.fail(name, "Attribute Does Not Apply", "`incus.%s` applies only to `%s://` addresses, and `incus.address` is a `%s://` one. Remove it or change the address.", name, want, scheme)
+		}
+	}
 }
 
 func (r *resolver) kubernetes(k *driver.KubernetesConfig, name string) {

@@ -190,3 +190,38 @@ func TestResolveInsecureTCP(t *testing.T) {
 		}
 	}
 }
+
+func TestResolveIncusSSH(t *testing.T) {
+	cfg := driver.Config{Driver: driver.Incus, Name: "b", Incus: &driver.IncusConfig{Address: "ssh://root@srv:2222", SSHKeyFile: "~/.ssh/id"}}
+	got := mustResolve(t, cfg, testEnv(nil, "/home/u/.ssh/id"))
+	i := got.Incus
+	if i.SSHKeyFile != "/home/u/.ssh/id" || i.KnownHostsFile != "/home/u/.ssh/known_hosts" || i.AdvertiseHost != "srv" ||
+		i.PortStrategy != driver.PortStrategyDynamic || i.Project != "b" {
+		t.Fatalf("incus ssh: %+v", i)
+	}
+	pinned := driver.Config{Driver: driver.Incus, Name: "b", Incus: &driver.IncusConfig{Address: "ssh://h", HostKeyFingerprint: "SHA256:x"}}
+	if got := mustResolve(t, pinned, testEnv(nil)); got.Incus.KnownHostsFile != "" {
+		t.Fatal("a pinned fingerprint needs no known_hosts default")
+	}
+}
+
+func TestResolveIncusTransportFields(t *testing.T) {
+	for name, c := range map[string]struct {
+		ic    driver.IncusConfig
+		field string
+	}{
+		"ssh key on https":     {driver.IncusConfig{Address: "https://x:8443", ClientCertFile: "/c", ClientKeyFile: "/k", SSHKeyFile: "/id"}, "ssh_key_file"},
+		"trust token on local": {driver.IncusConfig{TrustTokenEnv: "TOKEN"}, "trust_token_env"},
+		"client cert over ssh": {driver.IncusConfig{Address: "ssh://h", ClientCertFile: "/c", ClientKeyFile: "/k"}, "client_cert_file"},
+	} {
+		ic := c.ic
+		_, problems := resolveBackend(driver.Config{Driver: driver.Incus, Name: "b", Incus: &ic}, testEnv(nil, "/c", "/k", "/id"))
+		found := false
+		for _, p := range problems {
+			found = found || (p.field == c.field && strings.Contains(p.detail, "applies only to"))
+		}
+		if !found {
+			t.Errorf("%s: problems %+v, want %s refused", name, problems, c.field)
+		}
+	}
+}

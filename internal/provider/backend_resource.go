@@ -30,7 +30,7 @@ var (
 func NewBackendResource() resource.Resource { return &backendResource{} }
 
 type backendResource struct {
-	data *ProviderData
+	configured
 }
 
 func (r *backendResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
@@ -44,10 +44,6 @@ func (r *backendResource) Schema(_ context.Context, _ resource.SchemaRequest, re
 func (r *backendResource) ConfigValidators(context.Context) []resource.ConfigValidator {
 	return []resource.ConfigValidator{resourcevalidator.Conflicting(
 		path.MatchRoot(driver.Docker), path.MatchRoot(driver.Incus), path.MatchRoot(driver.Kubernetes), path.MatchRoot(driver.Local))}
-}
-
-func (r *backendResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	r.data = providerDataFrom(req.ProviderData, &resp.Diagnostics)
 }
 
 // ModifyPlan resolves the configuration into the handle, so the handle is

@@ -6,7 +6,6 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/boolplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/setplanmodifier"
@@ -57,6 +56,7 @@ var backendFieldValidators = map[string][]validator.String{
 	"server_fingerprint":     {stringvalidator.RegexMatches(incusFingerprintRe, "must be the certificate's SHA-256 fingerprint: 64 hex digits, or SHA256:<base64>")},
 	"ssh_jump_host":          {stringvalidator.RegexMatches(jumpHostRe, "must be `[user@]host[:port]`")},
 	"ssh_key_passphrase_env": {stringvalidator.RegexMatches(envNameRe, "must be an environment variable name")},
+	"trust_token_env":        {stringvalidator.RegexMatches(envNameRe, "must be an environment variable name (the token itself must not be written here)")},
 	"remote_socket":          {stringvalidator.RegexMatches(regexp.MustCompile(`^/`), "must be an absolute socket path on the SSH host")},
 	"namespace":              {nameValidator{}},
 	"project":                {nameValidator{}},
@@ -70,7 +70,7 @@ func backendBlockAttributes(drv string) map[string]schema.Attribute {
 		if f.isBool {
 			b := schema.BoolAttribute{Optional: true, Description: f.description}
 			if f.name == "internal" { // a network's egress cannot change in place
-				b.PlanModifiers = []planmodifier.Bool{boolplanmodifier.RequiresReplace()}
+				b.PlanModifiers = []planmodifier.Bool{replaceBoolUnlessDefault(false)}
 			}
 			out[f.name] = b
 			continue
@@ -90,6 +90,7 @@ var backendDefaultDoc = map[string]string{
 	"docker.tls_ca_file":      " With `host` from `DOCKER_HOST`, `DOCKER_TLS_VERIFY` and `DOCKER_CERT_PATH` fill the three TLS files.",
 	"incus.project":           " Defaults to the backend name.",
 	"incus.advertise_host":    " Defaults to `127.0.0.1` for the local server, else the host of `address`.",
+	"incus.known_hosts_file":  " Defaults to `~/.ssh/known_hosts` for `ssh://` addresses without `host_key_fingerprint`.",
 	"incus.port_strategy":     " Defaults to `loopback_ip` for the local server, else `dynamic`.",
 	"kubernetes.kubeconfig":   " Defaults to the first file of `KUBECONFIG`, else `~/.kube/config`.",
 	"kubernetes.namespace":    " Defaults to the backend name.",

@@ -76,16 +76,38 @@ var handleFields = map[string][]handleField{
 		{name: "internal", isBool: true, description: "Whether the backend network has no egress."},
 	},
 	driver.Incus: {
-		{name: "address", identity: true, description: "Incus server: empty or `unix://PATH` for the local socket, `https://host:8443` for a remote."},
-		{name: "client_cert_file", description: "Client certificate for a remote server."},
-		{name: "client_key_file", description: "Client key for a remote server."},
-		{name: "server_cert_file", description: "The remote server's certificate, trusted for this connection only."},
-		{name: "server_fingerprint", description: "SHA256 fingerprint the server certificate must have."},
-		{name: "project", identity: true, description: "Incus project that scopes this backend."},
-		{name: "storage_pool", description: "Storage pool for instances and volumes."},
-		{name: "network", description: "Managed network instances attach to."},
-		{name: "advertise_host", description: "Host name or address where published ports are reached."},
-		{name: "port_strategy", description: "How ports are published: " + enumDoc(portStrategyValues) + "."},
+		{name: "address", identity: true, description: "Incus server: unset (or `unix:///PATH`) for the local socket; " +
+			"`https://HOST:8443` for a remote server (with `client_cert_file` and `client_key_file`, the server pinned by " +
+			"`server_cert_file` or `server_fingerprint`); `ssh://USER@HOST[:PORT][/SOCKET]` for a server's unix socket " +
+			"(default `" + driver.IncusDefaultRemoteSocket + "`) reached through SSH, which needs no HTTPS listener. " +
+			"A cluster is reached through any member's address (published ports are on the member that runs the instance)."},
+		{name: "client_cert_file", description: "Client certificate (PEM) for an `https://` server. It must be in the " +
+			"server's trust store (`incus config trust add-certificate`), or be added on first contact with `trust_token_env`."},
+		{name: "client_key_file", description: "Private key (PEM) of `client_cert_file`."},
+		{name: "server_cert_file", description: "The `https://` server's certificate (PEM, as `incus info` prints it), " +
+			"trusted for this connection only. Without it or `server_fingerprint` the server must present a certificate " +
+			"the system CAs accept: a self-signed certificate is never trusted silently."},
+		{name: "server_fingerprint", description: "SHA-256 fingerprint the `https://` server's certificate must have " +
+			"(64 hex digits as `incus info` prints it, or `SHA256:<base64>`), instead of `server_cert_file`."},
+		{name: "trust_token_env", description: "Name of an environment variable holding a trust token made on the server " +
+			"with `incus config trust add NAME`. On first contact, when the server does not trust `client_cert_file` yet, " +
+			"the provider presents the token, which adds the certificate to the server's trust store; later runs need " +
+			"no token. The token is a secret: only the variable's name is kept in state."},
+		{name: "ssh_key_file", description: "Private key for an `ssh://` address; else ssh-agent, else the provider's " +
+			"`ssh_private_key`. The SSH user needs access to the Incus socket (root or the `incus-admin` group)."},
+		{name: "known_hosts_file", description: "known_hosts file that verifies the SSH host key of an `ssh://` address; " +
+			"host keys are always verified."},
+		{name: "host_key_fingerprint", description: "OpenSSH SHA256 fingerprint the SSH host key of an `ssh://` address " +
+			"must have, instead of `known_hosts_file`."},
+		{name: "project", identity: true, description: "Incus project that scopes this backend; created (with its own " +
+			"images, profiles and storage volumes, networks shared with `default`) when it does not exist, and deleted " +
+			"with the backend only if the backend created it and it is empty."},
+		{name: "storage_pool", description: "Storage pool of root disks and volumes. Defaults to `default`."},
+		{name: "network", description: "Managed network of `network = \"isolated\"` instances. Defaults to `incusbr0`; " +
+			"`network = \"bridge\"` uses the NIC network of the default profile instead."},
+		{name: "advertise_host", description: "Host name or address where published ports are reached: instance " +
+			"`endpoints` are `<advertise_host>:<port>` (or the sandbox's 127.0.0.x under `loopback_ip`)."},
+		{name: "port_strategy", description: "How ports are published (as proxy devices on the Incus host): " + enumDoc(portStrategyValues) + "."},
 	},
 	driver.Kubernetes: {
 		{name: "kubeconfig", identity: true, description: "Path of the kubeconfig file."},

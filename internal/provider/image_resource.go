@@ -37,20 +37,16 @@ var (
 func NewImageResource() resource.Resource { return &imageResource{} }
 
 type imageResource struct {
-	data *ProviderData
+	configured
 }
 
 type imageModel struct {
-	ID         types.String `tfsdk:"id"`
-	Backend    types.Object `tfsdk:"backend"`
-	Name       types.String `tfsdk:"name"`
-	Build      types.Object `tfsdk:"build"`
-	Pull       types.Object `tfsdk:"pull"`
-	Archive    types.Object `tfsdk:"archive"`
-	Keep       types.Bool   `tfsdk:"keep"`
-	Labels     types.Map    `tfsdk:"labels"`
-	ImageID    types.String `tfsdk:"image_id"`
-	SourceHash types.String `tfsdk:"source_hash"`
+	objectFields
+	Build   types.Object `tfsdk:"build"`
+	Pull    types.Object `tfsdk:"pull"`
+	Archive types.Object `tfsdk:"archive"`
+	Keep    types.Bool   `tfsdk:"keep"`
+	ImageID types.String `tfsdk:"image_id"`
 }
 
 type imageBuildModel struct {
@@ -73,6 +69,8 @@ var (
 	imagePullAttrTypes    = map[string]attr.Type{"ref": types.StringType}
 	imageArchiveAttrTypes = map[string]attr.Type{"path": types.StringType}
 )
+
+const imageKind = "Sandbox Image"
 
 // imageSep separates the backend from the name in an image's ID: image
 // names contain '/'.
@@ -139,39 +137,12 @@ func (r *imageResource) ConfigValidators(context.Context) []resource.ConfigValid
 		path.MatchRoot("build"), path.MatchRoot("pull"), path.MatchRoot("archive"))}
 }
 
-func (r *imageResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	r.data = providerDataFrom(req.ProviderData, &resp.Diagnostics)
-}
-
 // ModifyPlan checks the source against the backend's capabilities and
 // fingerprints it, so a changed file plans a replacement.
 func (r *imageResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	if req.Plan.Raw.IsNull() {
-		return
-	}
-	var plan imageModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	if cfg, ok := knownBackend(ctx, plan.Backend, &resp.Diagnostics); ok {
-		r.checkCapabilities(cfg, &plan, &resp.Diagnostics)
-		if !plan.Name.IsUnknown() {
-			plan.ID = types.StringValue(objectID(cfg, imageSep, plan.Name.ValueString()))
-		}
-	}
-	plan.SourceHash = r.sourceHash(ctx, &plan, &resp.Diagnostics)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	if !req.State.Raw.IsNull() {
-		var state imageModel
-		resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-		if !state.SourceHash.IsNull() && !plan.SourceHash.Equal(state.SourceHash) {
-			resp.RequiresReplace = append(resp.RequiresReplace, path.Root("source_hash"))
-		}
-	}
-	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+	planObject(ctx, req, resp, imageSep,
+		func(cfg driver.Config, plan *imageModel) { r.checkCapabilities(cfg, plan, &resp.Diagnostics) },
+		func(plan *imageModel) types.String { return r.sourceHash(ctx, plan, &resp.Diagnostics) })
 }
 
 // knownBackend decodes a handle that is fully known at plan time and
@@ -278,7 +249,7 @@ func (r *imageResource) Create(ctx context.Context, req resource.CreateRequest, 
 	tflog.Debug(ctx, "making image", map[string]any{"backend": cfg.Name, "driver": cfg.Driver, "image": spec.Name, "source_hash": plan.SourceHash.ValueString()})
 	img, err := d.EnsureImage(ctx, spec)
 	if err != nil {
-		resp.Diagnostics.Append(driverError(summary("Create", "Sandbox Image"), cfg, fmt.Sprintf("making image %q", spec.Name), err))
+		resp.Diagnostics.Append(driverError(summary("Create", imageKind), cfg, fmt.Sprintf("making image %q", spec.Name), err))
 		return
 	}
 	plan.ImageID = types.StringValue(img.ID)
@@ -288,10 +259,7 @@ func (r *imageResource) Create(ctx context.Context, req resource.CreateRequest, 
 
 // spec translates the plan into a driver.ImageSpec.
 func (r *imageResource) spec(ctx context.Context, plan *imageModel, diags *diag.Diagnostics) driver.ImageSpec {
-	spec := driver.ImageSpec{Name: plan.Name.ValueString(), Labels: r.data.ObjectLabels(stringMap(ctx, plan.Labels, diags))}
-	if h := plan.SourceHash.ValueString(); h != "" {
-		spec.Labels[driver.LabelSourceHash] = h
-	}
+	spec := driver.ImageSpec{Name: plan.Name.ValueString(), Labels: plan.engineLabels(ctx, r.data, diags)}
 	switch {
 	case !plan.Build.IsNull():
 		var b imageBuildModel
@@ -311,23 +279,12 @@ func (r *imageResource) spec(ctx context.Context, plan *imageModel, diags *diag.
 }
 
 func (r *imageResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	var state imageModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	d, cfg, diags := r.data.Driver(ctx, state.Backend)
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
+	state, d, cfg, ok := stateObject[imageModel](ctx, r.data, req.State, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	img, err := d.InspectImage(ctx, state.Name.ValueString())
-	if driver.IsNotFound(err) {
-		resp.State.RemoveResource(ctx)
-		return
-	}
-	if err != nil {
-		resp.Diagnostics.Append(driverError(summary("Read", "Sandbox Image"), cfg, fmt.Sprintf("inspecting image %q", state.Name.ValueString()), err))
+	if !foundForRead(ctx, resp, imageKind, cfg, fmt.Sprintf("inspecting image %q", state.Name.ValueString()), err) {
 		return
 	}
 	state.ImageID = types.StringValue(img.ID)
@@ -337,11 +294,7 @@ func (r *imageResource) Read(ctx context.Context, req resource.ReadRequest, resp
 // Update applies what changes in place: keep, and the backend's connection
 // settings; everything else replaces the image.
 func (r *imageResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	var plan imageModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if !resp.Diagnostics.HasError() {
-		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
-	}
+	updateFromPlan[imageModel](ctx, req, resp)
 }
 
 func (r *imageResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
@@ -350,38 +303,28 @@ func (r *imageResource) Delete(ctx context.Context, req resource.DeleteRequest, 
 	if resp.Diagnostics.HasError() || state.Keep.ValueBool() {
 		return
 	}
-	d, cfg, diags := r.data.Driver(ctx, state.Backend)
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
+	d, cfg, ok := r.data.openDriver(ctx, state.Backend, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	tflog.Debug(ctx, "deleting image", map[string]any{"backend": cfg.Name, "image": state.Name.ValueString(), "image_id": state.ImageID.ValueString()})
 	err := d.DeleteImage(ctx, state.Name.ValueString(), state.ImageID.ValueString())
-	if err != nil && !driver.IsNotFound(err) {
-		resp.Diagnostics.Append(driverError(summary("Delete", "Sandbox Image"), cfg, fmt.Sprintf("deleting image %q", state.Name.ValueString()), err))
-	}
+	deleteFailed(&resp.Diagnostics, imageKind, cfg, fmt.Sprintf("deleting image %q", state.Name.ValueString()), err)
 }
 
 // ImportState finds the image and records what the engine knows of it.
 func (r *imageResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	handle, name, diags := parseObjectImportID(ctx, req.ID, imageSep, r.data.secrets())
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
+	o, ok := r.data.importObject(ctx, req.ID, imageSep, &resp.Diagnostics)
+	if !ok {
 		return
 	}
-	d, cfg, diags := r.data.Driver(ctx, handle)
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	img, err := d.InspectImage(ctx, name)
+	img, err := o.drv.InspectImage(ctx, o.name)
 	if err != nil {
-		resp.Diagnostics.Append(driverError(summary("Import", "Sandbox Image"), cfg, fmt.Sprintf("inspecting image %q", name), err))
+		resp.Diagnostics.Append(driverError(summary("Import", imageKind), o.cfg, fmt.Sprintf("inspecting image %q", o.name), err))
 		return
 	}
-	state := imageModel{ID: types.StringValue(objectID(cfg, imageSep, name)), Backend: handle, Name: types.StringValue(name),
+	state := imageModel{objectFields: o.fields(imageSep, types.MapNull(types.StringType), img.Labels),
 		Build: types.ObjectNull(imageBuildAttrTypes), Pull: types.ObjectNull(imagePullAttrTypes), Archive: types.ObjectNull(imageArchiveAttrTypes),
-		Keep: types.BoolValue(false), Labels: types.MapNull(types.StringType),
-		ImageID: types.StringValue(img.ID), SourceHash: sourceHashOrNull(img.Labels)}
+		Keep: types.BoolValue(false), ImageID: types.StringValue(img.ID)}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }

@@ -74,22 +74,11 @@ func testAccImageLifecycle(t *testing.T, drv, source string, change func()) {
 		ProtoV6ProviderFactories: acctest.ProtoV6ProviderFactories,
 		CheckDestroy:             acctest.ComposeChecks(acctest.CheckImageGone(cfg, image), acctest.CheckNoManagedObjects(cfg)),
 		Steps: []resource.TestStep{
-			{
-				Config: imageHCL(drv, backend, image, source, labels),
-				ConfigPlanChecks: resource.ConfigPlanChecks{
-					PreApply: []plancheck.PlanCheck{
-						plancheck.ExpectResourceAction(imageAddr, plancheck.ResourceActionCreate),
-						// Fingerprinted at plan time, before anything reaches the engine.
-						plancheck.ExpectKnownValue(imageAddr, tfjsonpath.New("source_hash"), knownvalue.StringRegexp(sourceHashRe)),
-					},
-					PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()},
-				},
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(imageAddr, tfjsonpath.New("image_id"), knownvalue.NotNull()),
-					statecheck.ExpectKnownValue(imageAddr, tfjsonpath.New("keep"), knownvalue.Bool(false)),
-					statecheck.ExpectKnownValue(imageAddr, tfjsonpath.New("id"), knownvalue.StringRegexp(regexp.MustCompile("#"+regexp.QuoteMeta(image)+"$"))),
-				},
-			},
+			createFingerprintedStep(imageAddr, imageHCL(drv, backend, image, source, labels),
+				statecheck.ExpectKnownValue(imageAddr, tfjsonpath.New("image_id"), knownvalue.NotNull()),
+				statecheck.ExpectKnownValue(imageAddr, tfjsonpath.New("keep"), knownvalue.Bool(false)),
+				statecheck.ExpectKnownValue(imageAddr, tfjsonpath.New("id"), knownvalue.StringRegexp(regexp.MustCompile("#"+regexp.QuoteMeta(image)+"$"))),
+			),
 			{
 				ResourceName:            imageAddr,
 				ImportState:             true,
@@ -111,15 +100,9 @@ func testAccImageLifecycle(t *testing.T, drv, source string, change func()) {
 				Config:           imageHCL(drv, backend, image, source, labels),
 				ConfigPlanChecks: planExpects(imageAddr, plancheck.ResourceActionDestroyBeforeCreate),
 			},
-			{
-				PreConfig: func() {
-					if err := acctest.OpenDriver(t, cfg).DeleteImage(context.Background(), image, ""); err != nil {
-						t.Fatal(err)
-					}
-				},
-				Config:           imageHCL(drv, backend, image, source, labels),
-				ConfigPlanChecks: planExpects(imageAddr, plancheck.ResourceActionCreate),
-			},
+			deletedOutsideStep(t, cfg, imageAddr, imageHCL(drv, backend, image, source, labels), func(ctx context.Context, d driver.Driver) error {
+				return d.DeleteImage(ctx, image, "")
+			}),
 		},
 	})
 }

@@ -7,11 +7,9 @@ package provider
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"regexp"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
@@ -19,7 +17,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
-	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/initplan"
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/units"
 )
@@ -100,9 +97,9 @@ func (m initializerModel) toInput(ctx context.Context, name string) (initplan.In
 	diags.Append(mapAs(ctx, m.SensitiveSettings, &secret)...)
 	in.Settings, diags = mergeSettings(plain, secret, diags)
 	diags.Append(mapAs(ctx, m.Env, &in.Env)...)
-	in.Files = initializerFiles(ctx, m.Files, &diags)
-	diags.Append(argvsAs(ctx, m.Commands, &in.Commands)...)
-	diags.Append(argvsAs(ctx, m.OnDestroy, &in.OnDestroy)...)
+	in.Files = driverFiles(ctx, m.Files, &diags)
+	diags.Append(elementsAs(ctx, m.Commands, &in.Commands)...)
+	diags.Append(elementsAs(ctx, m.OnDestroy, &in.OnDestroy)...)
 	in.Service = serviceInput(ctx, m.Service, &diags)
 	var secrets []string
 	for _, v := range secret {
@@ -126,32 +123,6 @@ func mergeSettings(plain, secret map[string]string, diags diag.Diagnostics) (map
 		out[k] = v
 	}
 	return out, diags
-}
-
-func argvsAs(ctx context.Context, l types.List, target *[][]string) diag.Diagnostics {
-	if l.IsNull() || l.IsUnknown() {
-		return nil
-	}
-	return l.ElementsAs(ctx, target, false)
-}
-
-func initializerFiles(ctx context.Context, l types.List, diags *diag.Diagnostics) []driver.File {
-	var files []fileModel
-	diags.Append(elementsAs(ctx, l, &files)...)
-	out := make([]driver.File, 0, len(files))
-	for i, f := range files {
-		mode, err := parseFileMode(orDefault(f.Mode.ValueString(), defaultFileMode))
-		if err != nil {
-			diags.AddAttributeError(path.Root("files").AtListIndex(i).AtName("mode"), "Invalid File Mode", err.Error())
-			continue
-		}
-		file := driver.File{Path: f.Path.ValueString(), Source: f.Source.ValueString(), Mode: fs.FileMode(mode)}
-		if !f.Content.IsNull() {
-			file.Content = []byte(f.Content.ValueString())
-		}
-		out = append(out, file)
-	}
-	return out
 }
 
 func serviceInput(ctx context.Context, o types.Object, diags *diag.Diagnostics) *initplan.Service {
@@ -303,12 +274,4 @@ func resultsValue(rs []initplan.Result) (types.List, diag.Diagnostics) {
 	l, d := types.ListValue(types.ObjectType{AttrTypes: resultAttrTypes}, elems)
 	diags.Append(d...)
 	return l, diags
-}
-
-// timeValue renders t as RFC 3339, null when zero.
-func timeValue(t time.Time) types.String {
-	if t.IsZero() {
-		return types.StringNull()
-	}
-	return types.StringValue(t.UTC().Format(time.RFC3339))
 }

@@ -35,7 +35,7 @@ func NewInitializerResource() resource.Resource { return &initializerResource{} 
 // sandboxes run in parallel, and those of one sandbox in the order their
 // depends_on gives.
 type initializerResource struct {
-	data *ProviderData
+	configured
 }
 
 func (r *initializerResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
@@ -44,10 +44,6 @@ func (r *initializerResource) Metadata(_ context.Context, req resource.MetadataR
 
 func (r *initializerResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	resp.Schema = initializerSchema(ctx)
-}
-
-func (r *initializerResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	r.data = providerDataFrom(req.ProviderData, &resp.Diagnostics)
 }
 
 // ValidateConfig expands the initializer as soon as its inputs are known,
@@ -82,13 +78,11 @@ func (r *initializerResource) ModifyPlan(ctx context.Context, req resource.Modif
 func (r *initializerResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
 	var plan initializerModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	timeout, diags := plan.Timeouts.Create(ctx, defaultInitCreateTimeout)
-	resp.Diagnostics.Append(diags...)
+	ctx, cancel := withTimeout(ctx, plan.Timeouts.Create, defaultInitCreateTimeout, &resp.Diagnostics)
+	defer cancel()
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	t, ok := r.target(ctx, plan.Instance, &resp.Diagnostics)
 	if !ok {
 		return
@@ -230,13 +224,11 @@ func (r *initializerResource) Update(ctx context.Context, req resource.UpdateReq
 func (r *initializerResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
 	var state initializerModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	timeout, diags := state.Timeouts.Delete(ctx, defaultInitDeleteTimeout)
-	resp.Diagnostics.Append(diags...)
+	ctx, cancel := withTimeout(ctx, state.Timeouts.Delete, defaultInitDeleteTimeout, &resp.Diagnostics)
+	defer cancel()
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	t, ok := r.target(ctx, state.Instance, &resp.Diagnostics)
 	if !ok {
 		return

@@ -15,7 +15,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
-	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/boolplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/listplanmodifier"
@@ -90,7 +89,7 @@ func initializerInputAttributes() map[string]schema.Attribute {
 				"Their values are also masked as `(sensitive)` in `results` and error messages." + reRunDoc,
 			PlanModifiers: replaceMap,
 		},
-		"files":      initializerFilesAttribute(),
+		"files":      filesAttribute(initializerFilesDoc),
 		"commands":   argvListAttribute("Commands run in order after the files and the kind's setup, each an argv list such as `[\"sh\", \"-c\", \"make\"]` (no shell is implied). They run with `env`, as the sandbox's user, in the kind's working directory (`main`: the workspace)."+reRunDoc, replaceList),
 		"env":        initializerEnvAttribute(),
 		"service":    serviceAttribute(replaceObj),
@@ -123,29 +122,11 @@ func initializerEnvAttribute() schema.MapAttribute {
 	}
 }
 
-func initializerFilesAttribute() schema.ListNestedAttribute {
-	return schema.ListNestedAttribute{
-		Optional:      true,
-		Description:   "Files copied into the sandbox first, before any command; parent directories are created." + reRunDoc + " Editing a `source` file re-runs it too.",
-		PlanModifiers: replaceList,
-		NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
-			"path": schema.StringAttribute{Required: true, Description: "Absolute path inside the sandbox.",
-				Validators: []validator.String{absPathCheck}},
-			"content": schema.StringAttribute{Optional: true, Sensitive: true,
-				Description: "Content of the file; sensitive. Exactly one of `content` and `source`.",
-				Validators: []validator.String{stringvalidator.ExactlyOneOf(
-					path.MatchRelative().AtParent().AtName("content"), path.MatchRelative().AtParent().AtName("source"))}},
-			"source": schema.StringAttribute{Optional: true,
-				Description: "Local file whose content is copied; its SHA-256 is kept in `source_hash`.",
-				Validators:  []validator.String{fileExistsCheck}},
-			"source_hash": schema.StringAttribute{Computed: true,
-				Description:   "SHA-256 of the `source` file when planned; null for `content`.",
-				PlanModifiers: []planmodifier.String{sourceHashModifier{}}},
-			"mode": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(defaultFileMode),
-				Description: "Permissions as an octal string, default `0644`.",
-				Validators:  []validator.String{fileModeCheck}},
-		}},
-	}
+var initializerFilesDoc = filesDoc{
+	list:    "Files copied into the sandbox first, before any command; parent directories are created." + reRunDoc + " Editing a `source` file re-runs it too.",
+	content: "Content of the file; sensitive. Exactly one of `content` and `source`.",
+	source:  "Local file whose content is copied; its SHA-256 is kept in `source_hash`.",
+	mode:    "Permissions as an octal string, default `0644`.",
 }
 
 func serviceAttribute(mods []planmodifier.Object) schema.SingleNestedAttribute {

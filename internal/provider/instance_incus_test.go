@@ -332,6 +332,27 @@ func checkExecEventually(want string, cmd ...string) resource.TestCheckFunc {
 	}
 }
 
+// The security settings as on Docker: read-only root, capabilities, no new
+// privileges, for PID 1 and for commands run in the sandbox from outside.
+func TestAccInstance_incusSecurity(t *testing.T) {
+	e := incusEnv(t)
+	body := sleepCmd + `
+  security = {
+    read_only_rootfs = true
+    capabilities     = { add = ["NET_BIND_SERVICE"], drop = ["ALL"] }
+  }`
+	runInstanceTest(t, e, resource.TestStep{
+		Config: e.config(backendOpts{}, body),
+		Check: resource.ComposeTestCheckFunc(
+			checkExec("NoNewPrivs:\t1", "grep", "NoNewPrivs", "/proc/1/status"),
+			checkExec("CapEff:\t0000000000000400", "grep", "CapEff", "/proc/1/status"),
+			checkExec("NoNewPrivs:\t1", "grep", "NoNewPrivs", "/proc/self/status"),
+			checkExec("CapEff:\t0000000000000400", "grep", "CapEff", "/proc/self/status"),
+			checkExec("read-only", "sh", "-c", "touch /new 2>/dev/null && echo writable || echo read-only"),
+		),
+	})
+}
+
 // Incus-specific rules fail the plan at the attribute, with the reason.
 func TestAccInstance_incusBadInput(t *testing.T) {
 	e := incusEnv(t)

@@ -60,14 +60,6 @@ type portModel struct {
 	Protocol types.String `tfsdk:"protocol"`
 }
 
-type fileModel struct {
-	Path       types.String `tfsdk:"path"`
-	Content    types.String `tfsdk:"content"`
-	Source     types.String `tfsdk:"source"`
-	SourceHash types.String `tfsdk:"source_hash"`
-	Mode       types.String `tfsdk:"mode"`
-}
-
 type mountModel struct {
 	Volume   types.String `tfsdk:"volume"`
 	Target   types.String `tfsdk:"target"`
@@ -124,7 +116,7 @@ func (m instanceModel) toSpec(ctx context.Context) (driver.InstanceSpec, diag.Di
 	for _, p := range ports {
 		spec.Ports = append(spec.Ports, driver.PortSpec{Name: p.Name.ValueString(), Port: int(p.Port.ValueInt64()), Protocol: orDefault(p.Protocol.ValueString(), "tcp")})
 	}
-	spec.Files = m.filesSpec(ctx, &diags)
+	spec.Files = driverFiles(ctx, m.Files, &diags)
 	var mounts []mountModel
 	diags.Append(elementsAs(ctx, m.Volumes, &mounts)...)
 	for _, v := range mounts {
@@ -132,24 +124,6 @@ func (m instanceModel) toSpec(ctx context.Context) (driver.InstanceSpec, diag.Di
 	}
 	spec.Security = m.securitySpec(ctx, &diags)
 	return spec, diags
-}
-
-func (m instanceModel) filesSpec(ctx context.Context, diags *diag.Diagnostics) []driver.File {
-	var files []fileModel
-	diags.Append(elementsAs(ctx, m.Files, &files)...)
-	var out []driver.File
-	for i, f := range files {
-		mode, err := parseFileMode(orDefault(f.Mode.ValueString(), defaultFileMode))
-		if err != nil {
-			diags.AddAttributeError(path.Root("files").AtListIndex(i).AtName("mode"), "Invalid File Mode", err.Error())
-		}
-		df := driver.File{Path: f.Path.ValueString(), Source: f.Source.ValueString(), Mode: mode}
-		if !f.Content.IsNull() {
-			df.Content = []byte(f.Content.ValueString())
-		}
-		out = append(out, df)
-	}
-	return out
 }
 
 // securitySpec reads `security`; a null or unknown object gives the defaults.
@@ -189,10 +163,7 @@ func (m *instanceModel) observe(inst driver.Instance) diag.Diagnostics {
 	m.Status = types.StringValue(orDefault(inst.Status, driver.StatusUnknown))
 	m.IPAddress = stringOrNull(inst.IPAddress)
 	m.LoopbackIP = stringOrNull(inst.LoopbackIP)
-	m.ExpiresAt = types.StringNull()
-	if !inst.ExpiresAt.IsZero() {
-		m.ExpiresAt = types.StringValue(inst.ExpiresAt.UTC().Format(time.RFC3339))
-	}
+	m.ExpiresAt = timeValue(inst.ExpiresAt)
 	eps := map[string]attr.Value{}
 	for k, v := range inst.Endpoints {
 		eps[k] = types.StringValue(v)
@@ -268,6 +239,14 @@ func stringOrNull(s string) types.String {
 		return types.StringNull()
 	}
 	return types.StringValue(s)
+}
+
+// timeValue renders t as RFC 3339, null when zero.
+func timeValue(t time.Time) types.String {
+	if t.IsZero() {
+		return types.StringNull()
+	}
+	return types.StringValue(t.UTC().Format(time.RFC3339))
 }
 
 func boolOr(b types.Bool, def bool) bool {

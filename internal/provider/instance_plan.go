@@ -1,20 +1,15 @@
 package provider
 
 // Plan-time behaviour of sandbox_instance: capability checks against the
-// backend's static capabilities, the start/stop plan derived from `running`
-// and the observed `status`, and the content hash of `files[*].source`.
+// backend's static capabilities, and the start/stop plan derived from
+// `running` and the observed `status`.
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"io"
-	"os"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
@@ -102,51 +97,4 @@ func planRunState(plan *instanceModel, state instanceModel, diags *diag.Diagnost
 	} else {
 		plan.Status, plan.IPAddress, plan.Endpoints = state.Status, state.IPAddress, state.Endpoints
 	}
-}
-
-// sourceHashModifier plans files[*].source_hash: the SHA-256 of the local
-// `source` file, read at plan time, so editing the file plans a replacement
-// even though the configuration did not change.
-type sourceHashModifier struct{}
-
-func (sourceHashModifier) Description(context.Context) string {
-	return "hashes the local source file; a change requires replacement"
-}
-func (m sourceHashModifier) MarkdownDescription(ctx context.Context) string {
-	return m.Description(ctx)
-}
-
-func (sourceHashModifier) PlanModifyString(ctx context.Context, req planmodifier.StringRequest, resp *planmodifier.StringResponse) {
-	var src types.String
-	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, req.Path.ParentPath().AtName("source"), &src)...)
-	switch {
-	case src.IsUnknown():
-		resp.PlanValue = types.StringUnknown()
-		return
-	case src.IsNull():
-		resp.PlanValue = types.StringNull()
-		return
-	}
-	sum, err := fileSHA256(src.ValueString())
-	if err != nil {
-		resp.PlanValue = types.StringUnknown() // the validator on `source` reports it
-		return
-	}
-	resp.PlanValue = types.StringValue(sum)
-	if known(req.StateValue) && req.StateValue.ValueString() != sum {
-		resp.RequiresReplace = true
-	}
-}
-
-func fileSHA256(name string) (string, error) {
-	f, err := os.Open(name)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
 }

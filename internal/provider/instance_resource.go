@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -35,7 +36,7 @@ const (
 func NewInstanceResource() resource.Resource { return &instanceResource{} }
 
 type instanceResource struct {
-	data *ProviderData
+	configured
 }
 
 func (r *instanceResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
@@ -46,20 +47,14 @@ func (r *instanceResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 	resp.Schema = instanceSchema(ctx)
 }
 
-func (r *instanceResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	r.data = providerDataFrom(req.ProviderData, &resp.Diagnostics)
-}
-
 func (r *instanceResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
 	var plan instanceModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	timeout, diags := plan.Timeouts.Create(ctx, defaultCreateTimeout)
-	resp.Diagnostics.Append(diags...)
+	ctx, cancel := withTimeout(ctx, plan.Timeouts.Create, defaultCreateTimeout, &resp.Diagnostics)
+	defer cancel()
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	drv, cfg, diags := r.data.Driver(ctx, plan.Backend)
 	resp.Diagnostics.Append(diags...)
 	if !known(plan.Name) {
@@ -145,9 +140,7 @@ func (r *instanceResource) Update(ctx context.Context, req resource.UpdateReques
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	timeout, diags := plan.Timeouts.Update(ctx, defaultUpdateTimeout)
-	resp.Diagnostics.Append(diags...)
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := withTimeout(ctx, plan.Timeouts.Update, defaultUpdateTimeout, &resp.Diagnostics)
 	defer cancel()
 	drv, cfg, diags := r.data.Driver(ctx, plan.Backend)
 	resp.Diagnostics.Append(diags...)
@@ -209,22 +202,25 @@ func limitsChanged(plan, state instanceModel) bool {
 func (r *instanceResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
 	var state instanceModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	timeout, diags := state.Timeouts.Delete(ctx, defaultDeleteTimeout)
-	resp.Diagnostics.Append(diags...)
+	ctx, cancel := withTimeout(ctx, state.Timeouts.Delete, defaultDeleteTimeout, &resp.Diagnostics)
+	defer cancel()
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	drv, cfg, diags := r.data.Driver(ctx, state.Backend)
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
+	drv, cfg, ok := r.data.openDriver(ctx, state.Backend, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	err := drv.DeleteInstance(ctx, state.ID.ValueString())
-	if err != nil && !driver.IsNotFound(err) {
-		resp.Diagnostics.Append(driverError(summary("Delete", instanceKind), cfg, fmt.Sprintf("deleting instance %q", state.Name.ValueString()), err))
-	}
+	deleteFailed(&resp.Diagnostics, instanceKind, cfg, fmt.Sprintf("deleting instance %q", state.Name.ValueString()), err)
+}
+
+// withTimeout bounds ctx by a `timeouts` value (plan.Timeouts.Create, ...),
+// def when it is unset, and adds its diagnostics to diags.
+func withTimeout(ctx context.Context, timeout func(context.Context, time.Duration) (time.Duration, diag.Diagnostics), def time.Duration, diags *diag.Diagnostics) (context.Context, context.CancelFunc) {
+	d, ds := timeout(ctx, def)
+	diags.Append(ds...)
+	return context.WithTimeout(ctx, d)
 }
 
 // findByName finds an instance by the name the user gave it.

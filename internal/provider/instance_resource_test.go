@@ -3,10 +3,7 @@ package provider_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"regexp"
-	"strings"
 	"testing"
 	"time"
 
@@ -260,29 +257,9 @@ func TestAccInstance_ports(t *testing.T) {
 	})
 }
 
-// checkEndpointServes fetches http://<endpoint>/ until it answers want.
+// checkEndpointServes is checkServes of the test instance.
 func checkEndpointServes(port, want string) resource.TestCheckFunc {
-	return func(s *terraform.State) error {
-		ep := s.RootModule().Resources[instanceAddr].Primary.Attributes["endpoints."+port]
-		if ep == "" {
-			return fmt.Errorf("no endpoint %q", port)
-		}
-		var last error
-		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(300 * time.Millisecond) {
-			resp, err := http.Get("http://" + ep + "/")
-			if err != nil {
-				last = err
-				continue
-			}
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if strings.TrimSpace(string(body)) == want {
-				return nil
-			}
-			last = fmt.Errorf("%s answered %d %q", ep, resp.StatusCode, body)
-		}
-		return fmt.Errorf("endpoint %s never served %q: %v", ep, want, last)
-	}
+	return checkServes(instanceAddr, port, want)
 }
 
 func TestAccInstance_filesAndVolumes(t *testing.T) {

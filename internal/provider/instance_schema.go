@@ -8,14 +8,12 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
-	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/float64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/listdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/listplanmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
@@ -54,7 +52,7 @@ var defaultCapDrop = []string{"AUDIT_WRITE", "MKNOD", "NET_RAW", "SETFCAP", "SYS
 var (
 	replaceString = []planmodifier.String{stringplanmodifier.RequiresReplace()}
 	replaceList   = []planmodifier.List{listplanmodifier.RequiresReplace()}
-	replaceMap    = []planmodifier.Map{mapplanmodifier.RequiresReplace()}
+	replaceMap    = []planmodifier.Map{replaceMapUnlessEmpty()} // {} and null are the same
 )
 
 // Engines cannot lift a limit in place (Docker's update treats 0 as "keep"),
@@ -178,7 +176,7 @@ func instanceInputAttributes() map[string]schema.Attribute {
 			PlanModifiers: replaceString,
 		},
 		"ports":   portsAttribute(),
-		"files":   filesAttribute(),
+		"files":   filesAttribute(instanceFilesDoc),
 		"volumes": volumesAttribute(),
 		"running": schema.BoolAttribute{
 			Optional: true, Computed: true, Default: booldefault.StaticBool(true),
@@ -201,7 +199,7 @@ func portsAttribute() schema.ListNestedAttribute {
 		Description: "Ports to publish. How they are reached follows the backend's `port_strategy`; see `endpoints`. " +
 			"A change replaces the sandbox.",
 		Validators:    []validator.List{uniquePortNamesValidator{}},
-		PlanModifiers: replaceList,
+		PlanModifiers: []planmodifier.List{replaceListUnlessReordered()}, // named: the order means nothing
 		NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
 			"name": schema.StringAttribute{Required: true, Description: "Name of the port, the key in `endpoints`: " + portNameRule + ".",
 				Validators: []validator.String{stringvalidator.RegexMatches(portNameRegexp, "must be "+portNameRule)}},
@@ -214,29 +212,11 @@ func portsAttribute() schema.ListNestedAttribute {
 	}
 }
 
-func filesAttribute() schema.ListNestedAttribute {
-	return schema.ListNestedAttribute{
-		Optional:      true,
-		Description:   "Files placed in the sandbox before it starts. A change (including of a `source` file's content) replaces the sandbox.",
-		PlanModifiers: replaceList,
-		NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
-			"path": schema.StringAttribute{Required: true, Description: "Absolute path inside the sandbox.",
-				Validators: []validator.String{absPathCheck}},
-			"content": schema.StringAttribute{Optional: true, Sensitive: true,
-				Description: "Content of the file. Sensitive, since files often carry credentials. Exactly one of `content` and `source`.",
-				Validators: []validator.String{stringvalidator.ExactlyOneOf(
-					path.MatchRelative().AtParent().AtName("content"), path.MatchRelative().AtParent().AtName("source"))}},
-			"source": schema.StringAttribute{Optional: true,
-				Description: "Local file whose content is copied. Its SHA-256 is kept in `source_hash`, so editing the file plans a replacement.",
-				Validators:  []validator.String{fileExistsCheck}},
-			"source_hash": schema.StringAttribute{Computed: true,
-				Description:   "SHA-256 of the `source` file when planned; null for `content`.",
-				PlanModifiers: []planmodifier.String{sourceHashModifier{}}},
-			"mode": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(defaultFileMode),
-				Description: "Permissions as an octal string, e.g. `0644` (default) or `0755`.",
-				Validators:  []validator.String{fileModeCheck}},
-		}},
-	}
+var instanceFilesDoc = filesDoc{
+	list:    "Files placed in the sandbox before it starts. A change (including of a `source` file's content) replaces the sandbox.",
+	content: "Content of the file. Sensitive, since files often carry credentials. Exactly one of `content` and `source`.",
+	source:  "Local file whose content is copied. Its SHA-256 is kept in `source_hash`, so editing the file plans a replacement.",
+	mode:    "Permissions as an octal string, e.g. `0644` (default) or `0755`.",
 }
 
 func volumesAttribute() schema.ListNestedAttribute {

@@ -122,8 +122,18 @@ func (p *sandboxProvider) DataSources(_ context.Context) []func() datasource.Dat
 	return nil
 }
 
-// providerDataFrom is the shared body of every resource's Configure: nil
-// before the provider is configured, an error diagnostic on a wrong type.
+// configured is embedded by every resource: its Configure keeps the
+// provider's data for the CRUD methods.
+type configured struct {
+	data *ProviderData
+}
+
+func (c *configured) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	c.data = providerDataFrom(req.ProviderData, &resp.Diagnostics)
+}
+
+// providerDataFrom reads the provider's data: nil before the provider is
+// configured, an error diagnostic on a wrong type.
 func providerDataFrom(data any, diags *diag.Diagnostics) *ProviderData {
 	if data == nil {
 		return nil

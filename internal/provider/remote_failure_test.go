@@ -175,12 +175,10 @@ func TestAccRemote_tlsWrongCA(t *testing.T) {
 	})
 }
 
-// TestAccRemote_sshStoppedMidApply kills the backend's sshd in the middle
-// of an apply: a terraform_data whose local-exec waits until the test has
-// stopped the server runs before three new instances. The apply fails with
-// the SSH error; with sshd back, the next apply creates what is missing,
-// and nothing half-made stays on the engine.
-func TestAccRemote_sshStoppedMidApply(t *testing.T) {
+// privateSSHEnv is a remote environment whose backend reaches the engine
+// through a private sshd serving its real host key, trusted in the backend's
+// own known_hosts file: tests may stop and restart that server.
+func privateSSHEnv(t *testing.T) (*acctest.SSHD, remoteEnv) {
 	acctest.PreCheckSSH(t)
 	noCredentialsButTheKeyFile(t)
 	sshd := acctest.StartSSHD(t, acctest.HostKeyReal)
@@ -188,7 +186,16 @@ func TestAccRemote_sshStoppedMidApply(t *testing.T) {
 	cfg.Docker.Host = sshd.Host()
 	cfg.Docker.KnownHostsFile = filepath.Join(t.TempDir(), "known_hosts")
 	sshd.KnownHosts(cfg.Docker.KnownHostsFile, acctest.HostKeyReal)
-	e := newRemoteEnv(t, cfg)
+	return sshd, newRemoteEnv(t, cfg)
+}
+
+// TestAccRemote_sshStoppedMidApply kills the backend's sshd in the middle
+// of an apply: a terraform_data whose local-exec waits until the test has
+// stopped the server runs before three new instances. The apply fails with
+// the SSH error; with sshd back, the next apply creates what is missing,
+// and nothing half-made stays on the engine.
+func TestAccRemote_sshStoppedMidApply(t *testing.T) {
+	sshd, e := privateSSHEnv(t)
 
 	signal := filepath.Join(t.TempDir(), "cut")
 	cut := fmt.Sprintf(`
@@ -225,7 +232,7 @@ resource "sandbox_instance" "later%[1]d" {
 			{
 				PreConfig: func() {
 					// The failed apply left nothing half-made: only "first".
-					if err := checkInstanceCount(cfg, 1)(nil); err != nil {
+					if err := checkInstanceCount(e.cfg, 1)(nil); err != nil {
 						t.Error(err)
 					}
 					sshd.Start(acctest.HostKeyReal)
@@ -235,7 +242,7 @@ resource "sandbox_instance" "later%[1]d" {
 					PreApply:             []plancheck.PlanCheck{plancheck.ExpectResourceAction("sandbox_instance.later0", plancheck.ResourceActionCreate)},
 					PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()},
 				},
-				Check: checkInstanceCount(cfg, 4),
+				Check: checkInstanceCount(e.cfg, 4),
 			},
 		},
 	})
@@ -292,14 +299,7 @@ func TestAccRemote_tlsDaemonDown(t *testing.T) {
 // refuses to talk to it (refresh fails, saying which key was offered and
 // which is pinned); with the old key back, the configuration is unchanged.
 func TestAccRemote_sshServerKeyChanged(t *testing.T) {
-	acctest.PreCheckSSH(t)
-	noCredentialsButTheKeyFile(t)
-	sshd := acctest.StartSSHD(t, acctest.HostKeyReal)
-	cfg := acctest.SSHDriverConfig(acctest.RandomName("tf-acc"))
-	cfg.Docker.Host = sshd.Host()
-	cfg.Docker.KnownHostsFile = filepath.Join(t.TempDir(), "known_hosts")
-	sshd.KnownHosts(cfg.Docker.KnownHostsFile, acctest.HostKeyReal)
-	e := newRemoteEnv(t, cfg)
+	sshd, e := privateSSHEnv(t)
 	restart := func(key string) func() {
 		return func() { sshd.Stop(); sshd.Start(key) }
 	}

@@ -9,14 +9,11 @@ package provider_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
@@ -103,35 +100,6 @@ resource "sandbox_instance" %[1]q {
 func (e remoteEnv) checkDestroy() resource.TestCheckFunc {
 	return acctest.ComposeChecks(acctest.CheckImageGone(e.cfg, e.image()), acctest.CheckVolumeGone(e.cfg, "data"),
 		acctest.CheckNoManagedObjects(e.cfg))
-}
-
-// checkServes fetches http://<endpoints[port]>/ of addr until it answers want.
-func checkServes(addr, port, want string) resource.TestCheckFunc {
-	return func(s *terraform.State) error {
-		rs, ok := s.RootModule().Resources[addr]
-		if !ok {
-			return fmt.Errorf("%s not in state", addr)
-		}
-		ep := rs.Primary.Attributes["endpoints."+port]
-		if ep == "" {
-			return fmt.Errorf("%s has no endpoint %q", addr, port)
-		}
-		var last error
-		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(300 * time.Millisecond) {
-			resp, err := http.Get("http://" + ep + "/")
-			if err != nil {
-				last = err
-				continue
-			}
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if strings.TrimSpace(string(body)) == want {
-				return nil
-			}
-			last = fmt.Errorf("answered %d %q", resp.StatusCode, body)
-		}
-		return fmt.Errorf("%s: endpoint %s never served %q: %v", addr, ep, want, last)
-	}
 }
 
 // handleField is the path of a docker field in a backend handle.

@@ -31,17 +31,15 @@ var (
 func NewVolumeResource() resource.Resource { return &volumeResource{} }
 
 type volumeResource struct {
-	data *ProviderData
+	configured
 }
 
 type volumeModel struct {
-	ID         types.String `tfsdk:"id"`
-	Backend    types.Object `tfsdk:"backend"`
-	Name       types.String `tfsdk:"name"`
-	Source     types.String `tfsdk:"source"`
-	Labels     types.Map    `tfsdk:"labels"`
-	SourceHash types.String `tfsdk:"source_hash"`
+	objectFields
+	Source types.String `tfsdk:"source"`
 }
+
+const volumeKind = "Sandbox Volume"
 
 // volumeSep separates the backend from the name in a volume's ID, as for
 // instances: volume names never contain '/'.
@@ -76,42 +74,17 @@ func (r *volumeResource) Schema(_ context.Context, _ resource.SchemaRequest, res
 	}
 }
 
-func (r *volumeResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	r.data = providerDataFrom(req.ProviderData, &resp.Diagnostics)
-}
-
 // ModifyPlan checks the backend has volumes and fingerprints the source.
 func (r *volumeResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	if req.Plan.Raw.IsNull() {
-		return
-	}
-	var plan volumeModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	if cfg, ok := knownBackend(ctx, plan.Backend, &resp.Diagnostics); ok {
-		caps := driver.Info{Capabilities: driver.StaticCapabilities(cfg.Driver, cfg)}
-		if caps.Capabilities != nil && !caps.Has(driver.CapVolumes) {
-			resp.Diagnostics.AddAttributeError(path.Root("backend"), "Volumes Not Supported",
-				fmt.Sprintf("The %s cannot hold volumes. Use a docker, incus or local backend for `sandbox_volume`.", backendLabel(cfg)))
-		}
-		if !plan.Name.IsUnknown() {
-			plan.ID = types.StringValue(objectID(cfg, volumeSep, plan.Name.ValueString()))
-		}
-	}
-	plan.SourceHash = volumeSourceHash(plan.Source, &resp.Diagnostics)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	if !req.State.Raw.IsNull() {
-		var state volumeModel
-		resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-		if !state.SourceHash.IsNull() && !plan.SourceHash.Equal(state.SourceHash) {
-			resp.RequiresReplace = append(resp.RequiresReplace, path.Root("source_hash"))
-		}
-	}
-	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+	planObject(ctx, req, resp, volumeSep,
+		func(cfg driver.Config, _ *volumeModel) {
+			caps := driver.Info{Capabilities: driver.StaticCapabilities(cfg.Driver, cfg)}
+			if caps.Capabilities != nil && !caps.Has(driver.CapVolumes) {
+				resp.Diagnostics.AddAttributeError(path.Root("backend"), "Volumes Not Supported",
+					fmt.Sprintf("The %s cannot hold volumes. Use a docker, incus or local backend for `sandbox_volume`.", backendLabel(cfg)))
+			}
+		},
+		func(plan *volumeModel) types.String { return volumeSourceHash(plan.Source, &resp.Diagnostics) })
 }
 
 func volumeSourceHash(source types.String, diags *diag.Diagnostics) types.String {
@@ -134,17 +107,14 @@ func (r *volumeResource) Create(ctx context.Context, req resource.CreateRequest,
 	}
 	d, cfg, diags := r.data.Driver(ctx, plan.Backend)
 	resp.Diagnostics.Append(diags...)
-	labels := r.data.ObjectLabels(stringMap(ctx, plan.Labels, &resp.Diagnostics))
+	labels := plan.engineLabels(ctx, r.data, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
-	}
-	if h := plan.SourceHash.ValueString(); h != "" {
-		labels[driver.LabelSourceHash] = h
 	}
 	spec := driver.VolumeSpec{Name: plan.Name.ValueString(), SourceDir: plan.Source.ValueString(), Labels: labels}
 	tflog.Debug(ctx, "creating volume", map[string]any{"backend": cfg.Name, "driver": cfg.Driver, "volume": spec.Name, "source": spec.SourceDir})
 	if _, err := d.CreateVolume(ctx, spec); err != nil {
-		resp.Diagnostics.Append(driverError(summary("Create", "Sandbox Volume"), cfg, fmt.Sprintf("creating volume %q", spec.Name), err))
+		resp.Diagnostics.Append(driverError(summary("Create", volumeKind), cfg, fmt.Sprintf("creating volume %q", spec.Name), err))
 		return
 	}
 	plan.ID = types.StringValue(objectID(cfg, volumeSep, spec.Name))
@@ -152,24 +122,13 @@ func (r *volumeResource) Create(ctx context.Context, req resource.CreateRequest,
 }
 
 func (r *volumeResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	var state volumeModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	d, cfg, diags := r.data.Driver(ctx, state.Backend)
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
+	state, d, cfg, ok := stateObject[volumeModel](ctx, r.data, req.State, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	// Nothing of a volume changes on the engine but its existence.
 	_, err := d.InspectVolume(ctx, state.Name.ValueString())
-	if driver.IsNotFound(err) {
-		resp.State.RemoveResource(ctx)
-		return
-	}
-	if err != nil {
-		resp.Diagnostics.Append(driverError(summary("Read", "Sandbox Volume"), cfg, fmt.Sprintf("inspecting volume %q", state.Name.ValueString()), err))
+	if !foundForRead(ctx, resp, volumeKind, cfg, fmt.Sprintf("inspecting volume %q", state.Name.ValueString()), err) {
 		return
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
@@ -178,48 +137,30 @@ func (r *volumeResource) Read(ctx context.Context, req resource.ReadRequest, res
 // Update only records new backend connection settings: everything else
 // about a volume replaces it.
 func (r *volumeResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	var plan volumeModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if !resp.Diagnostics.HasError() {
-		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
-	}
+	updateFromPlan[volumeModel](ctx, req, resp)
 }
 
 func (r *volumeResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
-	var state volumeModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	d, cfg, diags := r.data.Driver(ctx, state.Backend)
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
+	state, d, cfg, ok := stateObject[volumeModel](ctx, r.data, req.State, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	tflog.Debug(ctx, "deleting volume", map[string]any{"backend": cfg.Name, "volume": state.Name.ValueString()})
-	if err := d.DeleteVolume(ctx, state.Name.ValueString()); err != nil && !driver.IsNotFound(err) {
-		resp.Diagnostics.Append(driverError(summary("Delete", "Sandbox Volume"), cfg, fmt.Sprintf("deleting volume %q (is a sandbox still using it?)", state.Name.ValueString()), err))
-	}
+	err := d.DeleteVolume(ctx, state.Name.ValueString())
+	deleteFailed(&resp.Diagnostics, volumeKind, cfg, fmt.Sprintf("deleting volume %q (is a sandbox still using it?)", state.Name.ValueString()), err)
 }
 
 // ImportState finds the volume and records what the engine knows of it.
 func (r *volumeResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	handle, name, diags := parseObjectImportID(ctx, req.ID, volumeSep, r.data.secrets())
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
+	o, ok := r.data.importObject(ctx, req.ID, volumeSep, &resp.Diagnostics)
+	if !ok {
 		return
 	}
-	d, cfg, diags := r.data.Driver(ctx, handle)
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	v, err := d.InspectVolume(ctx, name)
+	v, err := o.drv.InspectVolume(ctx, o.name)
 	if err != nil {
-		resp.Diagnostics.Append(driverError(summary("Import", "Sandbox Volume"), cfg, fmt.Sprintf("inspecting volume %q", name), err))
+		resp.Diagnostics.Append(driverError(summary("Import", volumeKind), o.cfg, fmt.Sprintf("inspecting volume %q", o.name), err))
 		return
 	}
-	state := volumeModel{ID: types.StringValue(objectID(cfg, volumeSep, name)), Backend: handle, Name: types.StringValue(name),
-		Source: types.StringNull(), Labels: importedLabels(v.Labels, r.data.Labels), SourceHash: sourceHashOrNull(v.Labels)}
+	state := volumeModel{objectFields: o.fields(volumeSep, importedLabels(v.Labels, r.data.Labels), v.Labels), Source: types.StringNull()}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }

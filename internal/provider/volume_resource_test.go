@@ -67,19 +67,9 @@ func testAccVolumeLifecycle(t *testing.T, drv, backendUpdate string) {
 		ProtoV6ProviderFactories: acctest.ProtoV6ProviderFactories,
 		CheckDestroy:             acctest.ComposeChecks(acctest.CheckVolumeGone(cfg, volume), acctest.CheckNoManagedObjects(cfg)),
 		Steps: []resource.TestStep{
-			{
-				Config: volumeHCL(drv, backend, "", volume, body),
-				ConfigPlanChecks: resource.ConfigPlanChecks{
-					PreApply: []plancheck.PlanCheck{
-						plancheck.ExpectResourceAction(volumeAddr, plancheck.ResourceActionCreate),
-						plancheck.ExpectKnownValue(volumeAddr, tfjsonpath.New("source_hash"), knownvalue.StringRegexp(sourceHashRe)),
-					},
-					PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()},
-				},
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(volumeAddr, tfjsonpath.New("id"), knownvalue.StringRegexp(regexp.MustCompile("/"+volume+"$"))),
-				},
-			},
+			createFingerprintedStep(volumeAddr, volumeHCL(drv, backend, "", volume, body),
+				statecheck.ExpectKnownValue(volumeAddr, tfjsonpath.New("id"), knownvalue.StringRegexp(regexp.MustCompile("/"+volume+"$"))),
+			),
 			{
 				ResourceName:            volumeAddr,
 				ImportState:             true,
@@ -96,15 +86,9 @@ func testAccVolumeLifecycle(t *testing.T, drv, backendUpdate string) {
 				Config:           volumeHCL(drv, backend, backendUpdate, volume, body),
 				ConfigPlanChecks: planExpects(volumeAddr, plancheck.ResourceActionDestroyBeforeCreate),
 			},
-			{
-				PreConfig: func() {
-					if err := acctest.OpenDriver(t, cfg).DeleteVolume(context.Background(), volume); err != nil {
-						t.Fatal(err)
-					}
-				},
-				Config:           volumeHCL(drv, backend, backendUpdate, volume, body),
-				ConfigPlanChecks: planExpects(volumeAddr, plancheck.ResourceActionCreate),
-			},
+			deletedOutsideStep(t, cfg, volumeAddr, volumeHCL(drv, backend, backendUpdate, volume, body), func(ctx context.Context, d driver.Driver) error {
+				return d.DeleteVolume(ctx, volume)
+			}),
 		},
 	})
 }

@@ -8,7 +8,6 @@ package sourcehash
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"hash"
 	"io"
@@ -17,7 +16,8 @@ import (
 	"path/filepath"
 
 	"github.com/moby/patternmatcher"
-	"github.com/moby/patternmatcher/ignorefile"
+
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/tarball"
 )
 
 // Prefix starts every hash this package returns.
@@ -57,7 +57,7 @@ func Dir(dir string, dockerignore bool, keep ...string) (string, error) {
 	}
 	var pm *patternmatcher.PatternMatcher
 	if dockerignore {
-		if pm, err = readDockerignore(dir); err != nil {
+		if pm, err = tarball.ReadDockerignore(dir); err != nil {
 			return "", err
 		}
 	}
@@ -66,27 +66,7 @@ func Dir(dir string, dockerignore bool, keep ...string) (string, error) {
 		kept[filepath.ToSlash(filepath.Clean(k))] = true
 	}
 	h := sha256.New()
-	err = filepath.WalkDir(dir, func(p string, de fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil || rel == "." {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
-		if pm != nil && !kept[rel] {
-			skip, err := pm.MatchesOrParentMatches(rel)
-			if err != nil {
-				return err
-			}
-			if skip {
-				if de.IsDir() && !pm.Exclusions() {
-					return filepath.SkipDir
-				}
-				return nil
-			}
-		}
+	err = tarball.Walk(dir, pm, kept, func(p, rel string) error {
 		return hashEntry(h, p, rel)
 	})
 	if err != nil {
@@ -123,24 +103,4 @@ func hashEntry(h hash.Hash, p, rel string) error {
 		}
 	}
 	return nil
-}
-
-// readDockerignore loads dir/.dockerignore; a missing file means no patterns.
-func readDockerignore(dir string) (*patternmatcher.PatternMatcher, error) {
-	f, err := os.Open(filepath.Join(dir, ".dockerignore"))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	patterns, err := ignorefile.ReadAll(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", f.Name(), err)
-	}
-	if len(patterns) == 0 {
-		return nil, nil
-	}
-	return patternmatcher.New(patterns)
 }

@@ -126,6 +126,12 @@ func echoTCP(t *testing.T) string {
 }
 
 func serveEcho(t *testing.T, l net.Listener) {
+	serve(t, l, func(c net.Conn) { io.Copy(c, c) })
+}
+
+// serve hands every connection l accepts to handle, in its own goroutine,
+// until l is closed at cleanup.
+func serve(t *testing.T, l net.Listener, handle func(net.Conn)) {
 	t.Cleanup(func() { l.Close() })
 	go func() {
 		for {
@@ -135,7 +141,7 @@ func serveEcho(t *testing.T, l net.Listener) {
 			}
 			go func() {
 				defer c.Close()
-				io.Copy(c, c)
+				handle(c)
 			}()
 		}
 	}()
@@ -179,19 +185,7 @@ func serveAgent(t *testing.T, keyFiles ...string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				agent.ServeAgent(keyring, c)
-			}()
-		}
-	}()
+	serve(t, l, func(c net.Conn) { agent.ServeAgent(keyring, c) })
 	t.Setenv("SSH_AUTH_SOCK", path)
 }
 

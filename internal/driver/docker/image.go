@@ -19,6 +19,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/tarball"
 )
 
 // imageDefaults is what instance creation needs from an image.
@@ -84,14 +85,14 @@ func (d *Driver) buildImage(ctx context.Context, cli *client.Client, spec driver
 	if _, err := os.Stat(filepath.Join(b.ContextDir, dockerfile)); err != nil {
 		return fmt.Errorf("docker backend %q: build image %q: %w", d.backend, spec.Name, err)
 	}
-	pm, err := readDockerignore(b.ContextDir)
+	pm, err := tarball.ReadDockerignore(b.ContextDir)
 	if err != nil {
 		return fmt.Errorf("docker backend %q: build image %q: %w", d.backend, spec.Name, err)
 	}
 	// The Dockerfile and .dockerignore are always sent, as the docker CLI does.
 	keep := map[string]bool{filepath.ToSlash(filepath.Clean(dockerfile)): true, ".dockerignore": true}
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(tarDir(pw, b.ContextDir, pm, keep)) }()
+	go func() { pw.CloseWithError(tarball.WriteDir(pw, b.ContextDir, pm, keep)) }()
 	defer pr.Close()
 
 	args := make(map[string]*string, len(b.Args))

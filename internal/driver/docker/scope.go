@@ -14,6 +14,7 @@ import (
 	"github.com/docker/docker/api/types/volume"
 
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/tarball"
 )
 
 // networkName is the backend's user-defined bridge network.
@@ -138,7 +139,7 @@ func (d *Driver) seedFromDir(ctx context.Context, name, dir string) error {
 		return fmt.Errorf("docker backend %q: volume %q: source %s is not a readable directory (%v)", d.backend, name, dir, err)
 	}
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(tarDir(pw, dir, nil, nil)) }()
+	go func() { pw.CloseWithError(tarball.WriteDir(pw, dir, nil, nil)) }()
 	defer pr.Close()
 	return d.seedVolume(ctx, name, pr)
 }

@@ -10,13 +10,9 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
-
-	"github.com/moby/patternmatcher"
-	"github.com/moby/patternmatcher/ignorefile"
 
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
 )
@@ -136,103 +132,6 @@ func tarInstanceFiles(files []driver.File) (*bytes.Buffer, error) {
 		return nil, err
 	}
 	return &buf, nil
-}
-
-// tarDir streams dir as a tar, skipping paths matched by pm (nil: none)
-// except the names in keep. Modes and symlinks are preserved; owners are
-// not (the engine writes files as root).
-func tarDir(w io.Writer, dir string, pm *patternmatcher.PatternMatcher, keep map[string]bool) error {
-	tw := tar.NewWriter(w)
-	err := filepath.WalkDir(dir, func(p string, de fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil || rel == "." {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
-		skip, err := excluded(pm, rel, keep)
-		if err != nil {
-			return err
-		}
-		if skip {
-			if de.IsDir() && !pm.Exclusions() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		return addToTar(tw, p, rel)
-	})
-	if err != nil {
-		return err
-	}
-	return tw.Close()
-}
-
-// excluded applies .dockerignore: a directory excluded with no "!" pattern
-// is skipped whole; otherwise each path is checked so exceptions can win.
-func excluded(pm *patternmatcher.PatternMatcher, rel string, keep map[string]bool) (bool, error) {
-	if pm == nil || keep[rel] {
-		return false, nil
-	}
-	return pm.MatchesOrParentMatches(rel)
-}
-
-func addToTar(tw *tar.Writer, p, rel string) error {
-	st, err := os.Lstat(p)
-	if err != nil {
-		return err
-	}
-	link := ""
-	if st.Mode()&fs.ModeSymlink != 0 {
-		if link, err = os.Readlink(p); err != nil {
-			return err
-		}
-	}
-	hdr, err := tar.FileInfoHeader(st, link)
-	if err != nil {
-		return err
-	}
-	hdr.Name = rel
-	if st.IsDir() {
-		hdr.Name += "/"
-	}
-	hdr.Uid, hdr.Gid, hdr.Uname, hdr.Gname = 0, 0, "", ""
-	hdr.Format = tar.FormatPAX
-	if err := tw.WriteHeader(hdr); err != nil {
-		return err
-	}
-	if !st.Mode().IsRegular() {
-		return nil
-	}
-	f, err := os.Open(p)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	_, err = io.Copy(tw, f)
-	return err
-}
-
-// readDockerignore loads dir/.dockerignore; a missing file means no patterns.
-func readDockerignore(dir string) (*patternmatcher.PatternMatcher, error) {
-	f, err := os.Open(filepath.Join(dir, ".dockerignore"))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	patterns, err := ignorefile.ReadAll(f)
-	if err != nil {
-		return nil, fmt.Errorf(".dockerignore: %w", err)
-	}
-	if len(patterns) == 0 {
-		return nil, nil
-	}
-	return patternmatcher.New(patterns)
 }
 
 // streamMessage is one line of the engine's JSON progress stream.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/initplan"
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/tarball"
 )
 
 func TestStateDirMatchesInitplan(t *testing.T) {
@@ -159,12 +160,12 @@ func TestTarDirHonoursDockerignore(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	pm, err := readDockerignore(dir)
+	pm, err := tarball.ReadDockerignore(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if err := tarDir(&buf, dir, pm, map[string]bool{"Dockerfile": true, ".dockerignore": true}); err != nil {
+	if err := tarball.WriteDir(&buf, dir, pm, map[string]bool{"Dockerfile": true, ".dockerignore": true}); err != nil {
 		t.Fatal(err)
 	}
 	got := strings.Join(tarNames(t, &buf), " ")

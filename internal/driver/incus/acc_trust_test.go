@@ -104,4 +104,3 @@ func trusted(t *testing.T, c incus.InstanceServer, fingerprint string) bool {
 	}
 	return false
 }
-

@@ -3,12 +3,20 @@
 //
 // Decisions the provider and users rely on:
 //
-//   - Connection: the local socket (address "" or unix://PATH, else
-//     $INCUS_SOCKET, else the client's default), or https:// with
+//   - Connection (connect.go): the local socket (address "" or unix://PATH,
+//     else $INCUS_SOCKET, else the client's default); https:// with
 //     client_cert_file/client_key_file and the server pinned by
 //     server_cert_file or server_fingerprint (else the system CAs must
-//     accept it). Nothing is written to the user's Incus configuration.
-//     One connection per driver, opened on first use, keep-alive on.
+//     accept it); or ssh://USER@HOST[:PORT][/SOCKET], the server's unix
+//     socket reached through internal/sshconn by replacing the client
+//     transport's dial (HTTP, websockets and SFTP alike). Nothing is written
+//     to the user's Incus configuration. One connection per driver, opened
+//     on first use, keep-alive on.
+//   - Trust token: over https://, when the server does not trust the client
+//     certificate, the token in the environment variable named by
+//     trust_token_env is presented once (POST /1.0/certificates), which adds
+//     the certificate to the trust store. The token is a secret, so only the
+//     variable's name is in the handle.
 //   - Scope: the project (default: the backend name), created with its own
 //     images, profiles and volumes and labelled as ours; DeleteScope deletes
 //     only a project it created, and only when empty.
@@ -16,20 +24,23 @@
 //     names in the DNS of a shared network), volume NAME, image alias NAME.
 //   - Labels: user.<key> config keys (keys.go).
 //   - command: replaces the image's init as PID 1 through raw.lxc (lxc.go),
-//     behind the sandbox agent's init when security.init or lifetime is set;
-//     arguments with whitespace go through /bin/sh and a script, since LXC
-//     splits lxc.init.cmd at spaces. Without command the image's init runs
-//     (a system container). VMs take no command.
+//     behind the sandbox agent's init when security.init or lifetime is set
+//     or when an argument holds whitespace (LXC splits lxc.init.cmd at
+//     spaces; the agent reads such a command from an argv file). Without
+//     command the image's init runs (a system container). VMs take no
+//     command.
 //   - The agent is bind-mounted read-only into every local container at
 //     /.sandbox/sandbox-agent; remote servers get a copy when it is needed.
-//   - lifetime: kept by the agent as PID 1, so it needs command; without
-//     command it is rejected (watcherCommand says what is missing).
+//   - lifetime: with command, the agent as PID 1 stops everything at the
+//     deadline; without (system containers, VMs), a detached `agent
+//     poweroff --at` started after every start powers the instance off
+//     (watcherCommand), for which containers keep CAP_SYS_BOOT.
+//   - type = "vm": refused before anything is created when the server has
+//     no qemu driver (checkVMs); the provider checks the same at plan time.
 //   - ports: proxy devices (ports.go); VMs are reached on their own address.
 //   - network: none = no NIC, isolated = the backend's network (default
 //     incusbr0), bridge = the NIC network of the default project's default
 //     profile.
-//
-// Later: a trust token for first contact and remote servers over SSH.
 package incus
 
 import (

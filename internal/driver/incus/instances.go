@@ -111,6 +111,7 @@ func (d *Driver) finishCreate(ctx context.Context, c incus.InstanceServer, spec 
 		}
 	}
 	dirs, files := prestart(spec)
+	files = append(mountTargets(plan), files...)
 	if err := d.putAll(ctx, c, spec.Name, dirs, files); err != nil {
 		return err
 	}
@@ -487,10 +488,18 @@ func (d *Driver) DeleteInstance(ctx context.Context, id string) error {
 
 func (d *Driver) forceDelete(ctx context.Context, c incus.InstanceServer, name string) error {
 	// The stop may fail on an instance in an odd state; the delete decides.
-	stopErr := d.setState(ctx, c, name, api.InstanceStatePut{Action: "stop", Force: true})
-	op, err := c.DeleteInstance(name)
-	if err == nil {
-		err = op.WaitContext(ctx)
+	// An instance stopping itself at its deadline can race the force stop,
+	// and the delete then finds it "running" still: one more round.
+	var stopErr, err error
+	for attempt := 0; attempt < 2; attempt++ {
+		stopErr = d.setState(ctx, c, name, api.InstanceStatePut{Action: "stop", Force: true})
+		var op incus.Operation
+		if op, err = c.DeleteInstance(name); err == nil {
+			err = op.WaitContext(ctx)
+		}
+		if err == nil || !strings.Contains(err.Error(), "is running") {
+			break
+		}
 	}
 	if err != nil && stopErr != nil && !driver.IsNotFound(stopErr) {
 		return fmt.Errorf("%w (stopping first: %v)", d.errf(err, "delete instance %q", name), stopErr)

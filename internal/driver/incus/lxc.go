@@ -84,7 +84,9 @@ func securityLines(sec driver.Security) []string {
 		lines = append(lines, "lxc.no_new_privs = 1")
 	}
 	if sec.ReadOnlyRootfs {
-		lines = append(lines, "lxc.rootfs.options = ro")
+		// The agent's state directory stays writable (services, watcher).
+		lines = append(lines, "lxc.rootfs.options = ro",
+			"lxc.mount.entry = tmpfs "+strings.TrimPrefix(runDir, "/")+" tmpfs rw,nosuid,nodev,mode=0755 0 0")
 	}
 	return append(lines, capabilityLines(sec.CapAdd, sec.CapDrop)...)
 }

@@ -211,10 +211,14 @@ func limitsConfig(typ string, l driver.Limits) (map[string]string, error) {
 var limitKeys = []string{"limits.cpu", "limits.cpu.allowance", "limits.memory", "limits.processes"}
 
 // prestart lists the directories and files to create before the first start:
-// the working directory, the command's argv file and the user's files.
+// the working directory, the command's argv file and the user's files, and
+// on a read-only root the agent's state directory (a tmpfs mount point).
 func prestart(s driver.InstanceSpec) (dirs []string, files []driver.File) {
 	if s.Workdir != "" {
 		dirs = append(dirs, s.Workdir)
+	}
+	if s.Security.ReadOnlyRootfs {
+		dirs = append(dirs, runDir)
 	}
 	if commandMode(s) && needsArgvFile(s.Command) {
 		files = append(files, driver.File{Path: commandArgvFile, Content: agent.ArgvFileContent(s.Command), Mode: 0o644})
@@ -301,11 +305,24 @@ func portsLabel(ports []driver.PortSpec) string {
 	return strings.Join(parts, ",")
 }
 
+// runDir holds the agent's logs and pid files (initializer services, the
+// lifetime watcher); a tmpfs on a read-only root.
+const runDir = "/.sandbox/run"
+
+// mountTargets are empty files the bind mounts need in a read-only root,
+// where LXC cannot create them at start.
+func mountTargets(p instancePlan) []driver.File {
+	if !p.Spec.Security.ReadOnlyRootfs || p.AgentHostPath == "" {
+		return nil
+	}
+	return []driver.File{{Path: agent.PathInInstance, Mode: 0o755}}
+}
+
 // Where the lifetime watcher (a detached `agent poweroff`) logs and records
 // its pid inside the instance.
 const (
-	watcherLog     = "/.sandbox/run/lifetime.log"
-	watcherPidFile = "/.sandbox/run/lifetime.pid"
+	watcherLog     = runDir + "/lifetime.log"
+	watcherPidFile = runDir + "/lifetime.pid"
 )
 
 // watcherCommand is the detached process that stops a system container or

@@ -275,7 +275,7 @@ func TestSecurityLines(t *testing.T) {
 	}{
 		{driver.Security{}, nil},
 		{driver.Security{ReadOnlyRootfs: true, CapDrop: []string{"ALL"}, CapAdd: []string{"NET_BIND_SERVICE"}},
-			[]string{"lxc.rootfs.options = ro", "lxc.cap.keep = net_bind_service"}},
+			[]string{"lxc.rootfs.options = ro", "lxc.mount.entry = tmpfs .sandbox/run tmpfs rw,nosuid,nodev,mode=0755 0 0", "lxc.cap.keep = net_bind_service"}},
 		{driver.Security{CapDrop: []string{"ALL"}}, []string{"lxc.cap.keep = none"}},
 	}
 	for _, c := range cases {
@@ -287,5 +287,67 @@ func TestSecurityLines(t *testing.T) {
 	raw, _ := rawLXC(driver.InstanceSpec{Security: driver.Security{NoNewPrivileges: true}}, time.Time{})
 	if raw != "lxc.no_new_privs = 1\n" {
 		t.Errorf("system container raw.lxc %q", raw)
+	}
+}
+
+// VM ports are not proxied: the endpoint is the VM's own address and port.
+func TestVMEndpoints(t *testing.T) {
+	d := &Driver{cfg: driver.IncusConfig{AdvertiseHost: "127.0.0.1"}}
+	out := driver.Instance{Type: driver.TypeVM, IPAddress: "10.123.45.7", Endpoints: map[string]string{},
+		Labels: map[string]string{driver.LabelPorts: portsLabel([]driver.PortSpec{{Name: "http", Port: 8080}, {Name: "dns", Port: 53, Protocol: "udp"}})}}
+	d.fillEndpoints(&out, &api.InstanceFull{})
+	want := map[string]string{"http": "10.123.45.7:8080", "dns": "10.123.45.7:53"}
+	if !reflect.DeepEqual(out.Endpoints, want) {
+		t.Errorf("VM endpoints %v, want %v", out.Endpoints, want)
+	}
+	// No address yet (booting): no endpoints rather than wrong ones.
+	out = driver.Instance{Type: driver.TypeVM, Endpoints: map[string]string{}, Labels: out.Labels}
+	d.fillEndpoints(&out, &api.InstanceFull{})
+	if len(out.Endpoints) != 0 {
+		t.Errorf("VM without an address: endpoints %v", out.Endpoints)
+	}
+}
+
+// A VM's lifetime is kept by the watcher inside it (startWatcher), not by
+// raw.lxc, which VMs do not take; nor do they get the agent bind mount.
+func TestVMLifetimeRequest(t *testing.T) {
+	spec := driver.InstanceSpec{Name: "b-vm2", Type: driver.TypeVM, Lifetime: time.Hour,
+		Security: driver.Security{NoNewPrivileges: true, CapDrop: []string{"ALL"}}}
+	req, err := buildInstance(basePlan(spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raw, ok := req.Config["raw.lxc"]; ok {
+		t.Errorf("VM request has raw.lxc %q", raw)
+	}
+	if _, ok := req.Devices[devAgent]; ok {
+		t.Error("VM request bind-mounts the agent")
+	}
+	if !needsWatcher(spec) {
+		t.Error("a VM's lifetime needs the watcher")
+	}
+	// Limits updated in place keep the VM rules.
+	lim, err := limitsConfig(driver.TypeVM, driver.Limits{CPUs: 2.5, MemoryBytes: 2 << 30})
+	if err != nil || !reflect.DeepEqual(lim, map[string]string{"limits.cpu": "3", "limits.memory": "2147483648"}) {
+		t.Errorf("VM limits %v, %v", lim, err)
+	}
+	if _, err := limitsConfig(driver.TypeVM, driver.Limits{PidsLimit: 5}); !errors.Is(err, driver.ErrUnsupported) {
+		t.Errorf("VM pids limit: %v", err)
+	}
+}
+
+func TestTransportOf(t *testing.T) {
+	for addr, want := range map[string]string{
+		"": transportUnix, "unix:///var/lib/incus/unix.socket": transportUnix, "/run/incus/unix.socket": transportUnix,
+		"https://srv:8443": transportHTTPS, "ssh://root@srv:22": transportSSH, "ssh://srv/run/incus/unix.socket": transportSSH,
+	} {
+		if got, err := transportOf(addr); err != nil || got != want {
+			t.Errorf("transportOf(%q) = %q, %v; want %q", addr, got, err, want)
+		}
+	}
+	for _, bad := range []string{"tcp://srv:8443", "srv:8443"} {
+		if _, err := transportOf(bad); err == nil {
+			t.Errorf("transportOf(%q) accepted", bad)
+		}
 	}
 }

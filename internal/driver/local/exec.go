@@ -237,15 +237,11 @@ func (d *Driver) CopyFiles(_ context.Context, id string, files []driver.File) er
 	if len(files) == 0 {
 		return nil
 	}
-	unlock, err := d.lockInstance(id)
+	st, unlock, err := d.lockedState(id)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	st, err := d.readState(id)
-	if err != nil {
-		return err
-	}
 	if err := d.stageFiles(st, files); err != nil {
 		return d.errf("instance %q: files: %w", id, err)
 	}

@@ -2,18 +2,17 @@ package local
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/sourcehash"
 )
 
 // HostImage is the image reference (also "") that means "no rootfs": the
@@ -53,7 +52,7 @@ func (d *Driver) EnsureImage(_ context.Context, spec driver.ImageSpec) (driver.I
 	if spec.Name == "" || spec.Name == HostImage {
 		return driver.Image{}, d.errf("image name %q is reserved for the host's file system", spec.Name)
 	}
-	id, err := fileDigest(spec.Archive.Path)
+	id, err := sourcehash.File(spec.Archive.Path)
 	if err != nil {
 		return driver.Image{}, d.errf("image %q: read archive: %w", spec.Name, err)
 	}
@@ -101,20 +100,6 @@ func (d *Driver) extractOnce(id, archive string) error {
 		return err
 	}
 	return nil
-}
-
-// fileDigest is "sha256:<hex>" of a file's content.
-func fileDigest(p string) (string, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // InspectImage finds an image by name, by ID ("sha256:<hex>"), or the host

@@ -395,6 +395,14 @@ func (st *instanceState) kill() {
 
 // killSession SIGKILLs every process whose session is sid.
 func killSession(sid int) {
+	for _, pid := range sessionMembers(sid) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// sessionMembers lists the processes whose session is sid, but sid itself.
+func sessionMembers(sid int) []int {
+	var out []int
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
@@ -402,9 +410,10 @@ func killSession(sid int) {
 			continue
 		}
 		if s, ok := procSession(pid); ok && s == sid {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
+			out = append(out, pid)
 		}
 	}
+	return out
 }
 
 // UpdateInstance changes cgroup limits in place.
@@ -423,15 +432,11 @@ func (d *Driver) UpdateInstance(_ context.Context, id string, l driver.Limits) e
 
 // withState runs fn under the instance lock and saves the state it leaves.
 func (d *Driver) withState(id string, fn func(*instanceState) error) error {
-	unlock, err := d.lockInstance(id)
+	st, unlock, err := d.lockedState(id)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	st, err := d.readState(id)
-	if err != nil {
-		return err
-	}
 	ferr := fn(st)
 	if err := d.writeState(st); err != nil {
 		return d.errf("instance %q: %w", id, err)
@@ -445,7 +450,7 @@ func (d *Driver) withState(id string, fn func(*instanceState) error) error {
 // DeleteInstance kills the sandbox and removes its directory and cgroups.
 // An instance that is already gone is not an error.
 func (d *Driver) DeleteInstance(_ context.Context, id string) error {
-	unlock, err := d.lockInstance(id)
+	st, unlock, err := d.lockedState(id)
 	if driver.IsNotFound(err) {
 		return nil
 	}
@@ -453,13 +458,6 @@ func (d *Driver) DeleteInstance(_ context.Context, id string) error {
 		return err
 	}
 	defer unlock()
-	st, err := d.readState(id)
-	if driver.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
 	id = st.Spec.Name
 	st.kill()
 	if err := removeCgroups(st.Cgroups); err != nil {

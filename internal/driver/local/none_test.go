@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -102,19 +101,4 @@ func TestNoneKillWithoutCgroups(t *testing.T) {
 		}
 		return true
 	})
-}
-
-func sessionMembers(sid int) []int {
-	var out []int
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == sid {
-			continue
-		}
-		if s, ok := procSession(pid); ok && s == sid {
-			out = append(out, pid)
-		}
-	}
-	return out
 }

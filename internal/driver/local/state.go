@@ -126,6 +126,19 @@ func (d *Driver) lockInstance(id string) (func(), error) {
 	return func() { f.Close() }, nil // closing releases the flock
 }
 
+// lockedState takes the instance lock and loads the state; the caller
+// releases the lock with unlock (already released on error).
+func (d *Driver) lockedState(id string) (st *instanceState, unlock func(), err error) {
+	if unlock, err = d.lockInstance(id); err != nil {
+		return nil, nil, err
+	}
+	if st, err = d.readState(id); err != nil {
+		unlock()
+		return nil, nil, err
+	}
+	return st, unlock, nil
+}
+
 // lastExit reads the exit status recorded for the last run, if any.
 func lastExit(dir string) (int, bool) {
 	b, err := os.ReadFile(filepath.Join(dir, exitFile))
@@ -147,23 +160,29 @@ func lastExit(dir string) (int, bool) {
 	return code, found
 }
 
+// procStat returns the fields of /proc/PID/stat from the third (state) on;
+// none when the process is gone.
+func procStat(pid int) []string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return nil
+	}
+	// The command name may hold spaces and parentheses: fields start after the last ')'.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return nil
+	}
+	return strings.Fields(s[i+1:])
+}
+
 // procStart returns the start time (clock ticks after boot) of a live,
 // non-zombie process, or ok=false.
 func procStart(pid int) (uint64, bool) {
 	if pid <= 0 {
 		return 0, false
 	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, false
-	}
-	// The command name may hold spaces and parentheses: fields start after the last ')'.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := strings.Fields(s[i+1:])
+	f := procStat(pid)
 	// f[0] is field 3 (state); starttime is field 22.
 	if len(f) < 20 || f[0] == "Z" || f[0] == "X" {
 		return 0, false
@@ -174,16 +193,7 @@ func procStart(pid int) (uint64, bool) {
 
 // procSession returns the session id of a process.
 func procSession(pid int) (int, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := strings.Fields(s[i+1:])
+	f := procStat(pid)
 	if len(f) < 4 { // state, ppid, pgrp, session
 		return 0, false
 	}

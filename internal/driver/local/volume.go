@@ -12,6 +12,7 @@ import (
 
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/names"
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/tarball"
 )
 
 // A volume is <backend>/volumes/<name>/: volume.json (labels) and data/,
@@ -111,30 +112,23 @@ func (d *Driver) DeleteVolume(ctx context.Context, name string) error {
 // copyTree copies regular files, directories and symlinks from src into
 // dst, keeping permission bits. Other file types are skipped.
 func copyTree(src, dst string) error {
-	return filepath.WalkDir(src, func(p string, e fs.DirEntry, err error) error {
+	return tarball.Walk(src, nil, nil, func(p, rel string) error {
+		target := filepath.Join(dst, filepath.FromSlash(rel))
+		info, err := os.Lstat(p)
 		if err != nil {
 			return err
 		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil || rel == "." {
-			return err
-		}
-		target := filepath.Join(dst, rel)
-		info, err := e.Info()
-		if err != nil {
-			return err
-		}
-		switch {
-		case e.IsDir():
-			return os.Mkdir(target, info.Mode().Perm()|0o700)
-		case e.Type()&fs.ModeSymlink != 0:
+		switch mode := info.Mode(); {
+		case mode.IsDir():
+			return os.Mkdir(target, mode.Perm()|0o700)
+		case mode&fs.ModeSymlink != 0:
 			link, err := os.Readlink(p)
 			if err != nil {
 				return err
 			}
 			return os.Symlink(link, target)
-		case e.Type().IsRegular():
-			return copyFile(p, target, info.Mode().Perm())
+		case mode.IsRegular():
+			return copyFile(p, target, mode.Perm())
 		}
 		return nil
 	})
