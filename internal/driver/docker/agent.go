@@ -1,6 +1,7 @@
 package docker
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -9,7 +10,9 @@ import (
 	"io"
 	"os"
 	"path"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/docker/docker/api/types/build"
 	"github.com/docker/docker/api/types/container"
@@ -37,6 +40,42 @@ func (d *Driver) stateMount(readOnlyRootfs bool) (mount.Mount, bool) {
 	}
 	labels := driver.ObjectLabels(d.backend, nil, nil)
 	return mount.Mount{Type: mount.TypeVolume, Target: stateDir, VolumeOptions: &mount.VolumeOptions{Labels: labels}}, true
+}
+
+// prepareStateDir creates stateDir before the first start where it lives in
+// the container's own file system (a local engine, writable rootfs), as
+// /tmp is made: world-writable and sticky. The engine would otherwise make
+// /.sandbox (the agent's mount point) root's, and a service started as the
+// sandbox's non-root user could not keep its log and pid file there.
+func (d *Driver) prepareStateDir(ctx context.Context, id string, spec driver.InstanceSpec) error {
+	if _, own := d.stateMount(spec.Security.ReadOnlyRootfs); own || !nonRootUser(spec.User) {
+		return nil
+	}
+	cli, err := d.api()
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, h := range []*tar.Header{
+		{Typeflag: tar.TypeDir, Name: strings.TrimPrefix(path.Dir(stateDir), "/") + "/", Mode: 0o755, ModTime: time.Unix(0, 0)},
+		{Typeflag: tar.TypeDir, Name: strings.TrimPrefix(stateDir, "/") + "/", Mode: 0o1777, ModTime: time.Unix(0, 0)},
+	} {
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	return d.wrap(cli.CopyToContainer(ctx, id, "/", &buf, container.CopyToContainerOptions{}), "create %s in instance %q", stateDir, id)
+}
+
+// nonRootUser reports whether a Docker user spec ("name", "uid", "uid:gid")
+// names someone other than root.
+func nonRootUser(user string) bool {
+	u, _, _ := strings.Cut(user, ":")
+	return u != "" && u != "0" && u != "root"
 }
 
 // labelAgentDigest marks a volume filled with the agent of that SHA-256.

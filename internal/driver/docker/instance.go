@@ -101,6 +101,9 @@ func (d *Driver) createOnce(ctx context.Context, spec driver.InstanceSpec) (inst
 			return driver.Instance{}, err
 		}
 	}
+	if err = d.prepareStateDir(ctx, created.ID, spec); err != nil {
+		return driver.Instance{}, err
+	}
 	if spec.Running {
 		if err = cli.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
 			return driver.Instance{}, d.wrap(err, "start container %q", plan.name)

@@ -11,6 +11,10 @@ import (
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
 )
 
+// agentStateDir is initplan.StateDir: where the agent keeps service logs
+// and pid files inside a sandbox.
+const agentStateDir = "/.sandbox/run"
+
 // The command line of a bwrap sandbox: namespaces, root file system,
 // mounts, capabilities and environment.
 
@@ -59,6 +63,11 @@ func (d *Driver) bwrapArgs(st *instanceState, agentPath string) []string {
 		a = append(a, flag, d.volumeData(m.Volume), m.Target)
 	}
 	a = append(a, d.cgroupBinds(st)...)
+	// The agent's directory must be reachable, and its state directory
+	// (service logs and pid files) writable, by the sandbox's user: a
+	// service runs as that user. bwrap would make /.sandbox 0700.
+	a = append(a, "--perms", "0755", "--dir", filepath.Dir(agent.PathInInstance),
+		"--perms", "1777", "--dir", agentStateDir)
 	a = append(a, "--ro-bind", agentPath, agent.PathInInstance)
 	if s.Security.ReadOnlyRootfs {
 		// Last: bwrap must create its mount points first. Only / turns
