@@ -34,6 +34,18 @@ variable "ssh_hosts" {
   default     = {}
 }
 
+variable "known_hosts_file" {
+  description = "known_hosts file for the SSH hosts (null: ~/.ssh/known_hosts)."
+  type        = string
+  default     = null
+}
+
+variable "ssh_key_file" {
+  description = "Private key for the SSH hosts (null: ssh-agent, then the provider's ssh_private_key)."
+  type        = string
+  default     = null
+}
+
 resource "sandbox_backend" "local" {
   name   = "fleet"
   docker = {}
@@ -43,8 +55,12 @@ resource "sandbox_backend" "remote" {
   for_each = var.ssh_hosts
   name     = each.key
   docker = {
-    host     = each.value
-    internal = true # no egress from the sandboxes' network
+    host             = each.value
+    known_hosts_file = var.known_hosts_file
+    ssh_key_file     = var.ssh_key_file
+    # Published ports are reached at the host's name (advertise_host), on
+    # ports the engine picks (port_strategy "dynamic", the remote default).
+    # internal = true would cut egress, but Docker publishes no ports then.
   }
 }
 

@@ -102,11 +102,15 @@ func testPorts(t *testing.T, s *suite) {
 	sc := s.open(t)
 	sc.requireCap(t, driver.CapPorts)
 	spec := sc.spec("ports")
-	spec.Command = []string{"sh", "-c", "mkdir -p /www && echo hello-port > /www/index.html && " +
-		"httpd -p 8080 -h /www && exec nc -ll -p 9090 -e echo hello-nc"}
+	// Free host ports, not fixed ones: on backends that share the host's
+	// network (local "bridge") a fixed port collides with whatever else the
+	// machine runs, e.g. other test packages running in parallel.
+	httpPort, rawPort := freeHostPort(t), freeHostPort(t)
+	spec.Command = []string{"sh", "-c", fmt.Sprintf("mkdir -p /www && echo hello-port > /www/index.html && "+
+		"httpd -p %d -h /www && exec nc -ll -p %d -e echo hello-nc", httpPort, rawPort)}
 	spec.Ports = []driver.PortSpec{
-		{Name: "http", Port: 8080, Protocol: "tcp"},
-		{Name: "raw", Port: 9090, Protocol: "tcp"},
+		{Name: "http", Port: httpPort, Protocol: "tcp"},
+		{Name: "raw", Port: rawPort, Protocol: "tcp"},
 	}
 	in := sc.create(t, spec)
 	got := sc.inspect(t, in.ID)
@@ -311,4 +315,15 @@ func testConcurrentCreates(t *testing.T, s *suite) {
 	if len(list) != n {
 		t.Errorf("ListInstances returns %d instances, want %d", len(list), n)
 	}
+}
+
+// freeHostPort returns a TCP port nothing on this host listens on right now.
+func freeHostPort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("find a free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }
