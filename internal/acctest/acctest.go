@@ -23,6 +23,8 @@ package acctest
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,6 +38,7 @@ import (
 
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/provider"
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/testgate"
 )
 
 // Gate variables, one per backend or transport.
@@ -58,63 +61,49 @@ func RandomName(prefix string) string {
 	return prefix + "-" + sdkacctest.RandStringFromCharSet(8, "abcdefghijklmnopqrstuvwxyz0123456789")
 }
 
-// gateOn reports whether a gate variable is set to something true-ish.
-func gateOn(name string) bool {
-	switch os.Getenv(name) {
-	case "", "0", "false", "no":
-		return false
-	}
-	return true
-}
-
-// requireGate skips t unless the gate is set.
-func requireGate(t *testing.T, gate, what string) {
-	t.Helper()
-	if !gateOn(gate) {
-		t.Skipf("%s is not set: skipping the %s acceptance test (set %s=1 to run it)", gate, what, gate)
-	}
-}
-
 // PreCheckDocker skips without SANDBOX_ACC_DOCKER and fails when the Docker
 // engine (DOCKER_HOST, else the local socket) does not answer.
 func PreCheckDocker(t *testing.T) {
 	t.Helper()
-	requireGate(t, GateDocker, "Docker")
 	cfg := DriverConfig(driver.Docker, "tf-acc-precheck")
-	if err := ping(cfg); err != nil {
-		t.Fatalf("%s is set but the Docker engine at %s does not answer: %v\n"+
-			"Start it with `scripts/setup-engines.sh docker` (or `setsid dockerd >/var/log/dockerd.log 2>&1 &`).",
-			GateDocker, cfg.Docker.Host, err)
-	}
+	testgate.Require(t, GateDocker, func() error {
+		if err := ping(cfg); err != nil {
+			return fmt.Errorf("the Docker engine at %s does not answer: %w", cfg.Docker.Host, err)
+		}
+		return nil
+	}, "Start it with `scripts/setup-engines.sh docker` (or `setsid dockerd >/var/log/dockerd.log 2>&1 &`).")
 }
 
 // PreCheckLocal skips without SANDBOX_ACC_LOCAL and fails when bubblewrap
 // cannot start a sandbox on this machine.
 func PreCheckLocal(t *testing.T) {
 	t.Helper()
-	requireGate(t, GateLocal, "local")
-	bwrap, err := exec.LookPath("bwrap")
-	if err != nil {
-		t.Fatalf("%s is set but bubblewrap is not installed: run `scripts/setup-engines.sh local` (or `apt-get install -y bubblewrap`).", GateLocal)
-	}
-	if out, err := exec.Command(bwrap, "--ro-bind", "/", "/", "--unshare-all", "true").CombinedOutput(); err != nil {
-		t.Fatalf("%s is set but bubblewrap cannot create namespaces here: %v: %s\n"+
-			"Allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1) or run as root.", GateLocal, err, out)
-	}
-	if err := ping(DriverConfig(driver.Local, "tf-acc-precheck")); err != nil {
-		t.Fatalf("%s is set but the local driver does not open: %v", GateLocal, err)
-	}
+	testgate.Require(t, GateLocal, func() error {
+		bwrap, err := exec.LookPath("bwrap")
+		if err != nil {
+			return errors.New("bubblewrap is not installed: run `scripts/setup-engines.sh local` (or `apt-get install -y bubblewrap`)")
+		}
+		if out, err := exec.Command(bwrap, "--ro-bind", "/", "/", "--unshare-all", "true").CombinedOutput(); err != nil {
+			return fmt.Errorf("bubblewrap cannot create namespaces here: %w: %s\n"+
+				"Allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1) or run as root", err, out)
+		}
+		if err := ping(DriverConfig(driver.Local, "tf-acc-precheck")); err != nil {
+			return fmt.Errorf("the local driver does not open: %w", err)
+		}
+		return nil
+	}, "")
 }
 
 // PreCheckIncus skips without SANDBOX_ACC_INCUS and fails when the local
 // Incus server does not answer.
 func PreCheckIncus(t *testing.T) {
 	t.Helper()
-	requireGate(t, GateIncus, "Incus")
-	if err := ping(DriverConfig(driver.Incus, "tf-acc-precheck")); err != nil {
-		t.Fatalf("%s is set but the Incus server does not answer: %v\n"+
-			"Start it with `scripts/setup-engines.sh incus`.", GateIncus, err)
-	}
+	testgate.Require(t, GateIncus, func() error {
+		if err := ping(DriverConfig(driver.Incus, "tf-acc-precheck")); err != nil {
+			return fmt.Errorf("the Incus server does not answer: %w", err)
+		}
+		return nil
+	}, "Start it with `scripts/setup-engines.sh incus`.")
 }
 
 // ping opens a driver for cfg and asks the engine for its Info.

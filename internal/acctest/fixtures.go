@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/testgate"
 )
 
 // Fixtures are built from local files only: busybox-static for images and
@@ -191,7 +193,7 @@ func BuildAgent() (string, error) {
 func MainWithAgent(m *testing.M) int {
 	acc := os.Getenv("TF_ACC") != ""
 	for _, g := range []string{GateDocker, GateLocal, GateIncus, GateSSH, GateTLS} {
-		acc = acc || gateOn(g)
+		acc = acc || testgate.Enabled(g)
 	}
 	if acc {
 		if _, err := BuildAgent(); err != nil {

@@ -5,11 +5,13 @@ package acctest
 // locally and through the test sshd. Gate: SANDBOX_ACC_PODMAN.
 
 import (
+	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
 
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/testgate"
 )
 
 const (
@@ -33,12 +35,13 @@ func PodmanHost() string {
 // service does not answer.
 func PreCheckPodman(t *testing.T) {
 	t.Helper()
-	requireGate(t, GatePodman, "Podman")
 	cfg := PodmanDriverConfig("tf-acc-precheck")
-	if err := ping(cfg); err != nil {
-		t.Fatalf("%s is set but the Podman service at %s does not answer: %v\n"+
-			"Start it with `scripts/setup-engines.sh podman`.", GatePodman, cfg.Docker.Host, err)
-	}
+	testgate.Require(t, GatePodman, func() error {
+		if err := ping(cfg); err != nil {
+			return fmt.Errorf("the Podman service at %s does not answer: %w", cfg.Docker.Host, err)
+		}
+		return nil
+	}, "Start it with `scripts/setup-engines.sh podman`.")
 }
 
 // PodmanDriverConfig is the docker backend name on the local Podman socket.

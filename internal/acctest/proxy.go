@@ -49,8 +49,13 @@ func (p *Proxy) Start() {
 	if err != nil {
 		p.t.Fatalf("proxy: listen on %s: %v", p.Addr(), err)
 	}
+	addr, ok := l.Addr().(*net.TCPAddr)
+	if !ok {
+		l.Close()
+		p.t.Fatalf("proxy: %s is not a TCP address", l.Addr())
+	}
 	p.mu.Lock()
-	p.l, p.Port = l, l.Addr().(*net.TCPAddr).Port
+	p.l, p.Port = l, addr.Port
 	p.mu.Unlock()
 	go p.serve(l)
 }

@@ -18,6 +18,7 @@ import (
 	"testing"
 
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/testgate"
 )
 
 // Variables written by the set-up scripts.
@@ -113,26 +114,28 @@ func requireEnv(t *testing.T, gate, engine string, keys ...string) {
 // (and the Docker engine behind it) does not answer.
 func PreCheckSSH(t *testing.T) {
 	t.Helper()
-	requireGate(t, GateSSH, "SSH")
-	requireEnv(t, GateSSH, "ssh", EnvSSHHost, EnvSSHKey, EnvSSHKnownHosts, EnvSSHFingerprint)
-	cfg := SSHDriverConfig("tf-acc-precheck")
-	if err := ping(cfg); err != nil {
-		t.Fatalf("%s is set but the Docker engine over %s does not answer: %v\n"+
-			"Start the test sshd and dockerd with `scripts/setup-engines.sh ssh`.", GateSSH, cfg.Docker.Host, err)
-	}
+	testgate.Require(t, GateSSH, func() error {
+		requireEnv(t, GateSSH, "ssh", EnvSSHHost, EnvSSHKey, EnvSSHKnownHosts, EnvSSHFingerprint)
+		cfg := SSHDriverConfig("tf-acc-precheck")
+		if err := ping(cfg); err != nil {
+			return fmt.Errorf("the Docker engine over %s does not answer: %w", cfg.Docker.Host, err)
+		}
+		return nil
+	}, "Start the test sshd and dockerd with `scripts/setup-engines.sh ssh`.")
 }
 
 // PreCheckTLS skips without SANDBOX_ACC_TLS and fails when the TLS Docker
 // daemon does not answer.
 func PreCheckTLS(t *testing.T) {
 	t.Helper()
-	requireGate(t, GateTLS, "TLS")
-	requireEnv(t, GateTLS, "tls", EnvTLSHost, EnvTLSCA, EnvTLSCert, EnvTLSKey)
-	cfg := TLSDriverConfig("tf-acc-precheck")
-	if err := ping(cfg); err != nil {
-		t.Fatalf("%s is set but the TLS Docker daemon at %s does not answer: %v\n"+
-			"Start it with `scripts/setup-engines.sh tls`.", GateTLS, cfg.Docker.Host, err)
-	}
+	testgate.Require(t, GateTLS, func() error {
+		requireEnv(t, GateTLS, "tls", EnvTLSHost, EnvTLSCA, EnvTLSCert, EnvTLSKey)
+		cfg := TLSDriverConfig("tf-acc-precheck")
+		if err := ping(cfg); err != nil {
+			return fmt.Errorf("the TLS Docker daemon at %s does not answer: %w", cfg.Docker.Host, err)
+		}
+		return nil
+	}, "Start it with `scripts/setup-engines.sh tls`.")
 }
 
 // SSHDriverConfig is the docker backend name reached through the test sshd.

@@ -49,8 +49,12 @@ func StartSSHD(t *testing.T, hostKey string) *SSHD {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &SSHD{t: t, Port: l.Addr().(*net.TCPAddr).Port, dir: filepath.Dir(pid), tmp: t.TempDir()}
+	addr, ok := l.Addr().(*net.TCPAddr)
 	l.Close()
+	if !ok {
+		t.Fatalf("sshd: %s is not a TCP address", l.Addr())
+	}
+	s := &SSHD{t: t, Port: addr.Port, dir: filepath.Dir(pid), tmp: t.TempDir()}
 	t.Cleanup(s.Stop)
 	s.Start(hostKey)
 	return s

@@ -28,6 +28,11 @@ const (
 	ExitNotStarted = 127
 	// ExitUsage is the status for bad arguments.
 	ExitUsage = 2
+	// ExitCannotSwitch: `service --user` ran as root without CAP_SETUID /
+	// CAP_SETGID (a sandbox whose capabilities are dropped). It made the
+	// state directory writable for everyone (sticky, as /tmp) and started
+	// nothing: the caller starts the service as the user instead.
+	ExitCannotSwitch = 3
 	// ExitNotReady is probe's status when the target is not (yet) ready.
 	ExitNotReady = 1
 
@@ -39,6 +44,13 @@ const (
 	// InitThreads is about how many OS threads init runs with. A sandbox's
 	// pids limit counts them along with the command's processes.
 	InitThreads = 10
+
+	// ReadyName is init's process name (/proc/PID/comm) once it is fully set
+	// up (threads_linux.go): from then on it creates no thread, and a fork
+	// bomb that uses up the sandbox's pids limit cannot make it crash. Drivers
+	// wait for it before they report a sandbox started; they build on every
+	// platform, so it is defined here.
+	ReadyName = "sandbox-init"
 )
 
 // Invoked reports whether a process started with args (os.Args) should run
@@ -74,11 +86,12 @@ func subArgs(args []string) []string {
 const usage = `usage:
   sandbox-agent init [--deadline RFC3339] [--grace 10s] [--argv-file PATH | -- CMD ARGS...]
   sandbox-agent poweroff --at RFC3339
-  sandbox-agent service --log PATH --pidfile PATH [--workdir DIR] -- CMD ARGS...
+  sandbox-agent service --log PATH --pidfile PATH [--workdir DIR] [--user UID[:GID]] -- CMD ARGS...
   sandbox-agent exec [--no-new-privs] [--caps HEX] [--user UID[:GID]] -- CMD ARGS...
   sandbox-agent probe tcp PORT | probe http PORT PATH [STATUS] | probe pid PIDFILE
   sandbox-agent tail --bytes N PATH
   sandbox-agent version
+  sandbox-agent id
 `
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -102,6 +115,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runTail(rest, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, VersionMagic)
+		return 0
+	case "id":
+		// The caller's uid:gid: an exec as a named user asks the engine to
+		// resolve the name, then starts a service as root with --user.
+		fmt.Fprintf(stdout, "%d:%d\n", os.Getuid(), os.Getgid())
 		return 0
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)

@@ -48,13 +48,25 @@ func InitArgvFileCommand(deadline time.Time, grace time.Duration, argvFile strin
 // appending its output to logPath and writing its pid to pidFile. workdir
 // may be empty (the exec's working directory).
 func ServiceCommand(logPath, pidFile, workdir string, cmd []string) []string {
+	return ServiceCommandAs(logPath, pidFile, workdir, "", cmd)
+}
+
+// ServiceCommandAs is ServiceCommand for an agent run as root that starts
+// cmd as user ("uid[:gid]"; "" keeps the agent's own user).
+func ServiceCommandAs(logPath, pidFile, workdir, user string, cmd []string) []string {
 	argv := []string{PathInInstance, "service", "--log", logPath, "--pidfile", pidFile}
+	if user != "" {
+		argv = append(argv, "--user", user)
+	}
 	if workdir != "" {
 		argv = append(argv, "--workdir", workdir)
 	}
 	argv = append(argv, "--")
 	return append(argv, cmd...)
 }
+
+// IDCommand prints the exec user's "uid:gid".
+func IDCommand() []string { return []string{PathInInstance, "id"} }
 
 // Probe kinds.
 const (

@@ -96,9 +96,18 @@ func runInit(args []string, stderr io.Writer) int {
 	signal.Notify(sigs, append([]os.Signal{syscall.SIGCHLD}, forwarded...)...)
 	// Every thread init needs exists before the command can fork.
 	prepareThreads()
+	// The command is resolved before init reports itself ready, so a
+	// driver that waits for ReadyName knows a missing command by then.
+	var path string
+	if len(cfg.argv) > 0 {
+		if path, err = exec.LookPath(cfg.argv[0]); err != nil {
+			fmt.Fprintf(stderr, "sandbox-agent: init: %v\n", err)
+			return ExitNotStarted
+		}
+	}
 	markReady()
 	if len(cfg.argv) > 0 {
-		if err := s.start(cfg.argv); err != nil {
+		if err := s.start(path, cfg.argv); err != nil {
 			fmt.Fprintf(stderr, "sandbox-agent: init: %v\n", err)
 			return ExitNotStarted
 		}
@@ -108,11 +117,7 @@ func runInit(args []string, stderr io.Writer) int {
 
 // start launches the command. Outside a PID namespace it gets its own
 // process group so the deadline can stop it and its children together.
-func (s *supervisor) start(argv []string) error {
-	path, err := exec.LookPath(argv[0])
-	if err != nil {
-		return err
-	}
+func (s *supervisor) start(path string, argv []string) error {
 	attr := &os.ProcAttr{
 		Env:   os.Environ(),
 		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},

@@ -15,8 +15,8 @@ import (
 )
 
 type serviceConfig struct {
-	log, pidfile, workdir string
-	argv                  []string
+	log, pidfile, workdir, user string
+	argv                        []string
 }
 
 func parseService(args []string, stderr io.Writer) (serviceConfig, error) {
@@ -26,6 +26,7 @@ func parseService(args []string, stderr io.Writer) (serviceConfig, error) {
 	fs.StringVar(&c.log, "log", "", "file that receives stdout and stderr (appended)")
 	fs.StringVar(&c.pidfile, "pidfile", "", "file that receives the pid")
 	fs.StringVar(&c.workdir, "workdir", "", "working directory")
+	fs.StringVar(&c.user, "user", "", "uid[:gid] the command runs as (the agent stays root to create the log and pid file)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -49,16 +50,35 @@ func runService(args []string, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, "service: %v", err)
 	}
+	cred, err := userCredential(c.user)
+	if err != nil {
+		return usageError(stderr, "service: %v", err)
+	}
+	if cred != nil && !canSwitchUser() {
+		// Root (the owner of the state directory) may still open it up.
+		for _, dir := range []string{filepath.Dir(c.log), filepath.Dir(c.pidfile)} {
+			if os.MkdirAll(dir, 0o755) == nil {
+				_ = os.Chmod(dir, 0o1777)
+			}
+		}
+		fmt.Fprintf(stderr, "sandbox-agent: service: cannot switch to user %s (no CAP_SETUID/CAP_SETGID); start it as that user\n", c.user)
+		return ExitCannotSwitch
+	}
 	logf, err := openAppend(c.log)
 	if err != nil {
 		fmt.Fprintf(stderr, "sandbox-agent: service: %v\n", err)
 		return ExitNotStarted
 	}
 	defer logf.Close()
+	if cred != nil {
+		// The log is opened (and the pid file written) as root; the user
+		// gets its log, so it can reopen or read it.
+		_ = logf.Chown(int(cred.Uid), int(cred.Gid))
+	}
 	cmd := exec.Command(c.argv[0], c.argv[1:]...)
 	cmd.Dir = c.workdir
 	cmd.Stdout, cmd.Stderr = logf, logf // *os.File: passed as fds, no copying goroutine
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Credential: cred}
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintf(stderr, "sandbox-agent: service: cannot start %q: %v\n", c.argv[0], err)
 		return ExitNotStarted
@@ -117,4 +137,21 @@ func processState(pid int) string {
 		return f[0]
 	}
 	return ""
+}
+
+// canSwitchUser reports whether this process may change its uid and gid
+// (CAP_SETUID and CAP_SETGID effective).
+func canSwitchUser() bool {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
+			eff, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			const setgid, setuid = 1 << 6, 1 << 7
+			return err == nil && eff&setgid != 0 && eff&setuid != 0
+		}
+	}
+	return false
 }

@@ -15,12 +15,6 @@ import (
 // then reports itself ready under ReadyName, so nothing in the sandbox can
 // use up the limit while init still needs to grow.
 
-// ReadyName is init's process name (/proc/PID/comm) once it is fully set
-// up: from then on it creates no thread, and a fork bomb that uses up the
-// sandbox's pids limit cannot make it crash. Drivers wait for it before they
-// report a sandbox started.
-const ReadyName = "sandbox-init"
-
 // spareThreads are the idle OS threads init keeps beyond what it has at
 // start: enough for every goroutine that may block in a system call at once
 // (signal delivery, reaping, writes to the console) with one P.

@@ -85,7 +85,7 @@ func CheckInstance(cfg Config, spec InstanceSpec) []Problem {
 	}{
 		{"cpus", CapCPULimit, spec.CPUs != 0},
 		{"memory", CapMemoryLimit, spec.MemoryBytes != 0},
-		{"pids_limit", CapPidsLimit, spec.PidsLimit != 0},
+		{"pids_limit", CapPidsLimit, spec.PidsLimit > 0},
 		{"disk", CapDiskLimit, spec.DiskBytes != 0},
 	}
 	for _, l := range limits {

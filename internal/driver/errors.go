@@ -14,6 +14,10 @@ var (
 	ErrUnsupported = errors.New("not supported by this backend")
 	// ErrUnavailable: the engine could not be reached.
 	ErrUnavailable = errors.New("backend unavailable")
+	// ErrInvalid: the request reached the engine but cannot work as
+	// written (a command that does not exist, an archive that is no tar):
+	// the configuration must change.
+	ErrInvalid = errors.New("invalid configuration")
 )
 
 // IsNotFound reports whether err wraps ErrNotFound.

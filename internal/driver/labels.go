@@ -10,6 +10,8 @@ const (
 	LabelLoopbackIP = "sandbox.loopback-ip" // the 127.0.0.x of the loopback_ip strategy
 	LabelPorts      = "sandbox.ports"       // name=port/proto,... so endpoints can be named on List
 	LabelSourceHash = "sandbox.source-hash"
+	LabelLifetime   = "sandbox.lifetime" // the instance's lifetime as the user wrote it (import)
+	LabelMemory     = "sandbox.memory"   // the memory limit as the user wrote it at create (import)
 
 	ManagedByValue = "terraform-provider-sandbox"
 )

@@ -150,7 +150,7 @@ type InstanceSpec struct {
 	Labels      map[string]string
 	CPUs        float64 // 0: unlimited
 	MemoryBytes int64
-	PidsLimit   int64
+	PidsLimit   int64 // 0: DefaultPidsLimit where it applies (EffectivePidsLimit); PidsUnlimited: none
 	DiskBytes   int64
 	Network     string
 	Ports       []PortSpec
@@ -165,7 +165,29 @@ type InstanceSpec struct {
 type Limits struct {
 	CPUs        float64
 	MemoryBytes int64
-	PidsLimit   int64
+	PidsLimit   int64 // as InstanceSpec.PidsLimit
+}
+
+// DefaultPidsLimit is the pids limit of a container whose spec leaves
+// PidsLimit at 0, where the engine can limit processes: a fork bomb in
+// untrusted code stops there instead of exhausting the host. Virtual machines
+// get none (their kernel counts its own processes).
+const DefaultPidsLimit = 4096
+
+// PidsUnlimited as InstanceSpec.PidsLimit (or Limits.PidsLimit) asks for no
+// pids limit at all, not even DefaultPidsLimit (`pids_limit = 0`).
+const PidsUnlimited = -1
+
+// EffectivePidsLimit resolves a requested pids limit for an instance of
+// type typ: 0 gives DefaultPidsLimit to a container where the engine can
+// enforce one (canLimit) and stays 0 (none) otherwise; PidsUnlimited and
+// positive limits are returned as they are. Drivers apply a result > 0 as
+// the limit and treat anything else as no limit.
+func EffectivePidsLimit(requested int64, typ string, canLimit bool) int64 {
+	if requested == 0 && typ != TypeVM && canLimit {
+		return DefaultPidsLimit
+	}
+	return requested
 }
 
 // Instance states, normalised across engines.
@@ -191,6 +213,29 @@ type Instance struct {
 	LoopbackIP string // the 127.0.0.x allocated under the loopback_ip strategy
 	CreatedAt  time.Time
 	ExpiresAt  time.Time // zero: no lifetime
+	// ExitCode is the main command's exit status when it ended by itself
+	// (StatusStopped only, see ExitedByItself); nil while it runs, when it
+	// was stopped by a signal (a stop from Terraform or outside it), or
+	// when the engine does not say (incus).
+	ExitCode *int
+	// Spec is the configuration observed on the engine, for import: what
+	// the engine reports of the create request (no file contents; Command
+	// nil when it is the image's default, Env without the image's). Only
+	// InspectInstance fills it, and only where the engine can tell (docker,
+	// local); List leaves it nil.
+	Spec *InstanceSpec
+}
+
+// ExitedByItself tells an exit status of a command that ended on its own
+// from one of a command stopped from outside: a stop sends SIGTERM, then
+// SIGKILL (128+15, 128+9; 130 for SIGINT), whether the engine or the
+// agent as PID 1 reports it; 124 is the agent's lifetime expiry.
+func ExitedByItself(code int) bool {
+	switch code {
+	case 124, 128 + 2, 128 + 9, 128 + 15:
+		return false
+	}
+	return code >= 0
 }
 
 // Running reports whether the instance is running.

@@ -79,7 +79,20 @@ func (r *runner) step(st Step) error {
 	switch st.Kind {
 	case StepFiles:
 		return r.d.CopyFiles(r.ctx, r.id, st.Files)
-	case StepRun, StepService:
+	case StepRun:
+		return r.run(st)
+	case StepService:
+		if rs := r.asRoot(st); rs.User != st.User {
+			n := len(r.res.Steps)
+			if err := r.run(rs); err == nil {
+				return nil
+			}
+			// Root cannot start it as the user here (no exec as root on an
+			// unprivileged local backend, no CAP_SETUID in a sandbox with
+			// its capabilities dropped): start it as the user, as before
+			// (the driver made StateDir writable for the sandbox's user).
+			r.res.Steps = r.res.Steps[:n]
+		}
 		return r.run(st)
 	case StepWait:
 		return r.wait(st)
@@ -102,6 +115,36 @@ func (r *runner) run(st Step) error {
 		what = "service " + quoteArgv(serviceArgv(st.Command)) + " could not be started"
 	}
 	return fmt.Errorf("%s exited with status %d: %s", what, res.ExitCode, lastLine(res.Stderr, res.Stdout))
+}
+
+// asRoot turns a service step for a non-root user into one the agent runs
+// as root with --user: the agent creates the log and pid file in StateDir
+// (root's, and read-only for others on remote engines) before it drops to
+// the user. The user (the step's, else the sandbox's) is resolved by the
+// engine through one `agent id` exec as that user. Where that fails, or the
+// user is root, or the engine cannot exec as root here (an unprivileged
+// local backend), the step is unchanged.
+func (r *runner) asRoot(st Step) Step {
+	if st.User == RootUser || st.User == "root" {
+		return st
+	}
+	res, err := r.d.Exec(r.ctx, r.id, driver.ExecSpec{Command: agent.IDCommand(), User: st.User})
+	if err != nil || res.ExitCode != 0 {
+		return st
+	}
+	id := strings.TrimSpace(string(res.Stdout))
+	if id == "0:0" || !strings.Contains(id, ":") {
+		return st
+	}
+	argv := serviceArgv(st.Command)
+	opts := st.Command[:len(st.Command)-len(argv)]
+	if len(opts) == 0 || opts[len(opts)-1] != "--" {
+		return st
+	}
+	out := st
+	out.Command = append(append(append([]string{}, opts[:len(opts)-1]...), "--user", id, "--"), argv...)
+	out.User = RootUser
+	return out
 }
 
 func execSpec(st Step) driver.ExecSpec {

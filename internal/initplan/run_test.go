@@ -86,7 +86,7 @@ func TestRunHappyPath(t *testing.T) {
 	if len(f.copied) != 1 || f.copied[0].Path != "/srv/index.html" {
 		t.Errorf("copied %v", f.copied)
 	}
-	if f.calls[0] != "copy" || len(f.calls) != 6 { // copy, command, service, 3 probes
+	if f.calls[0] != "copy" || len(f.calls) != 7 { // copy, command, id, service, 3 probes
 		t.Errorf("calls %q", f.calls)
 	}
 	if len(res.Steps) != 2 || res.Steps[0].Stdout != "prepared\n" || res.Steps[1].Command[1] != "service" {
@@ -225,5 +225,44 @@ func TestRunDestroyRunsAll(t *testing.T) {
 	}
 	if len(res.Steps) != 2 || res.Steps[1].Stdout != "bye\n" {
 		t.Errorf("results %#v", res.Steps)
+	}
+}
+
+// A service for a non-root user is started by the agent as root with
+// --user (it keeps its log and pid file in the root-owned StateDir); where
+// the engine cannot exec as root, it is started as the user, as before.
+func TestRunServiceAsRootWithUser(t *testing.T) {
+	fastPolling(t)
+	for _, rootRefused := range []bool{false, true} {
+		var service []driver.ExecSpec
+		f := &fakeDriver{exec: func(spec driver.ExecSpec) (driver.ExecResult, error) {
+			switch {
+			case len(spec.Command) > 1 && spec.Command[1] == "id":
+				if spec.User != "web" {
+					t.Errorf("id ran as %q, want the service's user", spec.User)
+				}
+				return ok("1000:1000\n")
+			case len(spec.Command) > 1 && spec.Command[1] == "service":
+				service = append(service, spec)
+				if rootRefused && spec.User == RootUser {
+					return driver.ExecResult{}, fmt.Errorf("user %q: %w", spec.User, driver.ErrUnsupported)
+				}
+			}
+			return ok("")
+		}}
+		p, err := Expand(Input{Kind: "custom", Service: &Service{Command: []string{"httpd"}, User: "web", Ready: Ready{TCPPort: 80}, Timeout: time.Second}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Run(context.Background(), f, "inst-1", p); err != nil {
+			t.Fatalf("rootRefused=%v: Run: %v", rootRefused, err)
+		}
+		first := strings.Join(service[0].Command, " ")
+		if service[0].User != RootUser || !strings.Contains(first, "--user 1000:1000 -- httpd") {
+			t.Errorf("service started as %q: %s", service[0].User, first)
+		}
+		if rootRefused && (len(service) != 2 || service[1].User != "web" || strings.Contains(strings.Join(service[1].Command, " "), "--user")) {
+			t.Errorf("no fallback to the user: %#v", service)
+		}
 	}
 }

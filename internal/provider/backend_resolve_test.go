@@ -225,3 +225,18 @@ func TestResolveIncusTransportFields(t *testing.T) {
 		}
 	}
 }
+
+func TestDriverUnavailableDetail(t *testing.T) {
+	for _, goos := range []string{"darwin", "windows", "freebsd"} {
+		got := driverUnavailableDetail("local", goos)
+		if !strings.Contains(got, "`local` backend needs Linux (bubblewrap)") || !strings.Contains(got, goos) {
+			t.Errorf("%s: %q does not say why local is missing", goos, got)
+		}
+	}
+	if got := driverUnavailableDetail("local", "linux"); strings.Contains(got, "needs Linux") {
+		t.Errorf("linux: %q", got)
+	}
+	if got := driverUnavailableDetail("kubernetes", "darwin"); !strings.Contains(got, "no `kubernetes` driver") {
+		t.Errorf("kubernetes: %q", got)
+	}
+}

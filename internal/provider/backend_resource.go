@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -75,9 +76,7 @@ func (r *backendResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		return
 	}
 	if !slices.Contains(driver.Registered(), resolved.Driver) {
-		resp.Diagnostics.AddAttributeError(path.Root(resolved.Driver), "Driver Not Available",
-			fmt.Sprintf("This build of the provider has no `%s` driver (it has %v). Use one of those, or a provider build that includes it.",
-				resolved.Driver, driver.Registered()))
+		resp.Diagnostics.AddAttributeError(path.Root(resolved.Driver), "Driver Not Available", driverUnavailableDetail(resolved.Driver, runtime.GOOS))
 		return
 	}
 	handle, diags := HandleFromConfig(resolved)

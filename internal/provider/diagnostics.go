@@ -3,7 +3,9 @@ package provider
 import (
 	"errors"
 	"fmt"
+	"net"
 	"strings"
+	"syscall"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -75,7 +77,10 @@ func advice(cfg driver.Config, err error) string {
 		return sshAuthAdvice
 	case strings.Contains(err.Error(), "x509:") || strings.Contains(err.Error(), "tls: "):
 		return tlsAdvice
-	case errors.Is(err, driver.ErrUnavailable):
+	case errors.Is(err, driver.ErrInvalid):
+		return "The engine was reached, but the configuration cannot work as written (see the cause above). " +
+			"Fix the attribute it names (a `command` that exists in the image, an `archive` that is a tar file, ...) and run Terraform again."
+	case errors.Is(err, driver.ErrUnavailable) || connectionFailed(err):
 		return fmt.Sprintf("Check that the %s engine is running and reachable at %s with the configured credentials, then run Terraform again.",
 			orUnknown(cfg.Driver), orUnknown(endpoint(cfg)))
 	case errors.Is(err, driver.ErrAlreadyExists):
@@ -83,6 +88,9 @@ func advice(cfg driver.Config, err error) string {
 			"Choose another name, remove the object, or bring it under management with `terraform import`."
 	case errors.Is(err, driver.ErrUnsupported):
 		return "This backend cannot do this. Change the configuration or use a backend whose `capabilities` include what is needed."
+	case errors.Is(err, driver.ErrNotFound) && strings.Contains(strings.ToLower(err.Error()), "image"):
+		return "The image does not exist on the engine. Fix `image`: use `sandbox_image.NAME.image_id` of an image on this backend, " +
+			"or a reference the backend already has."
 	case errors.Is(err, driver.ErrNotFound):
 		return "The object does not exist on the engine. Check the name, or run `terraform apply` to create what is missing."
 	}
@@ -102,6 +110,18 @@ const (
 		"certificate, that the certificate names the host in `docker.host`, and that `docker.tls_cert_file` / `docker.tls_key_file` " +
 		"are a client certificate the daemon's `--tlscacert` trusts."
 )
+
+// connectionFailed recognises a failed dial that no driver mapped to
+// ErrUnavailable (e.g. an SSH connection refused while planning).
+func connectionFailed(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EHOSTUNREACH) {
+		return true
+	}
+	s := err.Error()
+	return strings.Contains(s, "connection refused") || strings.Contains(s, "no route to host") ||
+		strings.Contains(s, "i/o timeout") || strings.Contains(s, "ssh: handshake failed")
+}
 
 func orUnknown(s string) string {
 	if s == "" {

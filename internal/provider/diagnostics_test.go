@@ -11,11 +11,15 @@ import (
 func TestDriverErrorNamesBackendObjectCauseAndAdvice(t *testing.T) {
 	cfg := driver.Config{Driver: driver.Docker, Name: "gpu", Docker: &driver.DockerConfig{Host: "ssh://ubuntu@gpu-1:22"}}
 	cases := map[error]string{
-		fmt.Errorf("dial: %w", driver.ErrUnavailable):        "running and reachable at ssh://ubuntu@gpu-1:22",
-		fmt.Errorf("tag taken: %w", driver.ErrAlreadyExists): "terraform import",
-		fmt.Errorf("vm: %w", driver.ErrUnsupported):          "capabilities",
-		fmt.Errorf("gone: %w", driver.ErrNotFound):           "does not exist",
-		fmt.Errorf("disk full"):                              "engine's logs",
+		fmt.Errorf("dial: %w", driver.ErrUnavailable):                               "running and reachable at ssh://ubuntu@gpu-1:22",
+		fmt.Errorf("tag taken: %w", driver.ErrAlreadyExists):                        "terraform import",
+		fmt.Errorf("vm: %w", driver.ErrUnsupported):                                 "capabilities",
+		fmt.Errorf("gone: %w", driver.ErrNotFound):                                  "does not exist",
+		fmt.Errorf("disk full"):                                                     "engine's logs",
+		fmt.Errorf("archive x: not a tar archive: %w", driver.ErrInvalid):           "an `archive` that is a tar file",
+		fmt.Errorf("command \"x\": no such executable file: %w", driver.ErrInvalid): "a `command` that exists",
+		fmt.Errorf("dial tcp 127.0.0.1:2222: connect: connection refused"):          "running and reachable",
+		fmt.Errorf("instance: no such image: busybox:nope: %w", driver.ErrNotFound): "Fix `image`",
 	}
 	for err, advice := range cases {
 		d := driverError(summary("Create", "Sandbox Image"), cfg, `making image "x"`, err)

@@ -124,7 +124,10 @@ func (r *imageResource) Schema(_ context.Context, _ resource.SchemaRequest, resp
 				PlanModifiers: []planmodifier.Map{replaceMapUnlessImported()},
 				Description: "Labels of the image, besides the provider's `labels`; a change rebuilds it. Keys: " + names.LabelKeyRule +
 					". An imported image adopts them from configuration (its engine labels mix in those of base images)."},
-			"image_id": schema.StringAttribute{Computed: true, Description: "Image ID on the engine: a digest (docker) or fingerprint (incus).",
+			"image_id": schema.StringAttribute{Computed: true, Description: "Image ID on the engine: a digest (docker) or fingerprint (incus). It is the image's identity: " +
+				"when `name` (a Docker tag is global to the engine) moves to another image, e.g. another backend on the same engine " +
+				"builds the same tag, this image is still found by its ID and nothing is planned; destroy removes this image, and " +
+				"the tag only where it still points at it.",
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
 			"source_hash": schema.StringAttribute{Computed: true,
 				Description: "SHA-256 of the build context (minus `.dockerignore` matches) or of the archive; null for `pull`."},
@@ -283,9 +286,24 @@ func (r *imageResource) Read(ctx context.Context, req resource.ReadRequest, resp
 	if !ok {
 		return
 	}
-	img, err := d.InspectImage(ctx, state.Name.ValueString())
-	if !foundForRead(ctx, resp, imageKind, cfg, fmt.Sprintf("inspecting image %q", state.Name.ValueString()), err) {
+	name, id := state.Name.ValueString(), state.ImageID.ValueString()
+	img, err := d.InspectImage(ctx, name)
+	if !foundForRead(ctx, resp, imageKind, cfg, fmt.Sprintf("inspecting image %q", name), err) {
 		return
+	}
+	if id != "" && img.ID != id {
+		// The image's identity is its ID. Its name (a Docker tag is global
+		// to the engine) may have moved to another image: another backend on
+		// the same engine that builds the same tag, or a build outside
+		// Terraform. That is not this resource's concern while its own image
+		// is still there; Delete then removes only our ID, not the tag.
+		own, err := d.InspectImage(ctx, id)
+		if !foundForRead(ctx, resp, imageKind, cfg, fmt.Sprintf("inspecting image %q (%s)", name, id), err) {
+			return
+		}
+		tflog.Info(ctx, "image name points at another image now; keeping this resource's image by its ID",
+			map[string]any{"backend": cfg.Name, "image": name, "image_id": own.ID, "name_now_points_at": img.ID})
+		img = own
 	}
 	state.ImageID = types.StringValue(img.ID)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)

@@ -86,7 +86,9 @@ func initializerInputAttributes() map[string]schema.Attribute {
 		"sensitive_settings": schema.MapAttribute{
 			ElementType: types.StringType, Optional: true, Sensitive: true,
 			Description: "Options of the kind, like `settings`, kept out of plan output; a key may not be in both. " +
-				"Their values are also masked as `(sensitive)` in `results` and error messages." + reRunDoc,
+				"Their values are also masked as `(sensitive)` in `results` and error messages. Masked only: like every " +
+				"attribute, they are stored in the Terraform state in plain text, so protect the state (or pass a secret " +
+				"in a file with `files[*].source`, of which only a hash is stored)." + reRunDoc,
 			PlanModifiers: replaceMap,
 		},
 		"files":      filesAttribute(initializerFilesDoc),
@@ -123,10 +125,12 @@ func initializerEnvAttribute() schema.MapAttribute {
 }
 
 var initializerFilesDoc = filesDoc{
-	list:    "Files copied into the sandbox first, before any command; parent directories are created." + reRunDoc + " Editing a `source` file re-runs it too.",
-	content: "Content of the file; sensitive. Exactly one of `content` and `source`.",
-	source:  "Local file whose content is copied; its SHA-256 is kept in `source_hash`.",
-	mode:    "Permissions as an octal string, default `0644`.",
+	list: "Files copied into the sandbox first, before any command; parent directories are created." + reRunDoc + " Editing a `source` file re-runs it too.",
+	content: "Content of the file. Exactly one of `content` and `source`. Marked sensitive, which only masks it in plan " +
+		"and CLI output: the value is stored in the Terraform state in plain text. For secrets use `source` (a local file: only " +
+		"its SHA-256 is stored in state) and protect the state.",
+	source: "Local file whose content is copied; its SHA-256 is kept in `source_hash`.",
+	mode:   "Permissions as an octal string, default `0644`.",
 }
 
 func serviceAttribute(mods []planmodifier.Object) schema.SingleNestedAttribute {

@@ -47,7 +47,7 @@ func (r *instanceResource) checkEngineLimits(ctx context.Context, plan instanceM
 	}{
 		{"cpus", driver.CapCPULimit, spec.CPUs != 0},
 		{"memory", driver.CapMemoryLimit, spec.MemoryBytes != 0},
-		{"pids_limit", driver.CapPidsLimit, spec.PidsLimit != 0},
+		{"pids_limit", driver.CapPidsLimit, spec.PidsLimit > 0},
 		{"disk", driver.CapDiskLimit, spec.DiskBytes != 0},
 	}
 	wanted := false

@@ -53,12 +53,20 @@ func (r *instanceResource) ImportState(ctx context.Context, req resource.ImportS
 	}
 	backend, diags := HandleFromConfig(cfg)
 	resp.Diagnostics.Append(diags...)
+	// The observed configuration needs an inspect (List does not carry it).
+	if drv, _, d := r.data.Driver(ctx, backend); !d.HasError() {
+		if full, err := drv.InspectInstance(ctx, inst.ID); err == nil {
+			inst.Spec = full.Spec
+		}
+	}
 	resp.Diagnostics.Append(r.importedAttributes(ctx, backend, name, inst, resp)...)
 }
 
-// importedAttributes sets what the engine reports. Settings it does not
-// report (command, env, limits, files, volumes, lifetime, security) stay
-// null or default; the next plan shows them if the configuration sets them.
+// importedAttributes sets what the engine reports: identity, labels, ports,
+// and where the driver observes it (docker, local) command, env, workdir,
+// user, network, volumes, limits and lifetime. What it cannot report (file
+// contents, disk, security) stays null or default; the next plan shows them
+// if the configuration sets them.
 func (r *instanceResource) importedAttributes(ctx context.Context, backend types.Object, name string, inst driver.Instance, resp *resource.ImportStateResponse) diag.Diagnostics {
 	var diags diag.Diagnostics
 	labels := userLabels(inst.Labels, r.data.Labels)
@@ -81,6 +89,11 @@ func (r *instanceResource) importedAttributes(ctx context.Context, backend types
 		"labels":   labelsValue,
 		"ports":    ports,
 		"security": defaultSecurity(),
+	}
+	observed, d := importedSpecValues(ctx, inst.Spec, inst.Labels)
+	diags.Append(d...)
+	for k, v := range observed {
+		values[k] = v
 	}
 	for k, v := range values {
 		diags.Append(resp.State.SetAttribute(ctx, path.Root(k), v)...)

@@ -147,15 +147,22 @@ func TestAccInstance_incusUpdateInPlace(t *testing.T) {
 		}
 	}
 	runInstanceTest(t, e,
+		// Without pids_limit a container gets driver.DefaultPidsLimit.
 		step("cpus = 0.5\n  memory = \"64MiB\"", true, driver.StatusRunning, plancheck.ResourceActionCreate,
-			map[string]string{"limits.cpu.allowance": "50ms/100ms", "limits.memory": "67108864"}),
+			map[string]string{"limits.cpu.allowance": "50ms/100ms", "limits.memory": "67108864", "limits.processes": "4096"}),
 		// Fractional stays an allowance; whole becomes a count.
 		step("cpus = 1.5\n  memory = \"128m\"", true, driver.StatusRunning, plancheck.ResourceActionUpdate,
 			map[string]string{"limits.cpu.allowance": "150ms/100ms", "limits.cpu": "", "limits.memory": "134217728"}),
 		step("cpus = 2\n  memory = \"128m\"", true, driver.StatusRunning, plancheck.ResourceActionUpdate,
 			map[string]string{"limits.cpu.allowance": "", "limits.cpu": "2"}),
 		step("cpus = 2\n  memory = \"128m\"", false, driver.StatusStopped, plancheck.ResourceActionUpdate, nil),
-		step("cpus = 2\n  memory = \"128m\"", true, driver.StatusRunning, plancheck.ResourceActionUpdate, nil),
+		step("cpus = 2\n  memory = \"128m\"", true, driver.StatusRunning, plancheck.ResourceActionUpdate,
+			map[string]string{"limits.processes": "4096"}),
+		// pids_limit = 0 lifts the default in place; a number sets it.
+		step("cpus = 2\n  memory = \"128m\"\n  pids_limit = 0", true, driver.StatusRunning, plancheck.ResourceActionUpdate,
+			map[string]string{"limits.processes": ""}),
+		step("cpus = 2\n  memory = \"128m\"\n  pids_limit = 200", true, driver.StatusRunning, plancheck.ResourceActionUpdate,
+			map[string]string{"limits.processes": "200"}),
 	)
 }
 

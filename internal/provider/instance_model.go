@@ -49,6 +49,7 @@ type instanceModel struct {
 	IPAddress  types.String `tfsdk:"ip_address"`
 	Endpoints  types.Map    `tfsdk:"endpoints"`
 	ExpiresAt  types.String `tfsdk:"expires_at"`
+	ExitCode   types.Int64  `tfsdk:"exit_code"`
 	LoopbackIP types.String `tfsdk:"loopback_ip"`
 
 	Timeouts timeouts.Value `tfsdk:"timeouts"`
@@ -98,6 +99,9 @@ func (m instanceModel) toSpec(ctx context.Context) (driver.InstanceSpec, diag.Di
 		PidsLimit: m.PidsLimit.ValueInt64(),
 		Network:   m.Network.ValueString(),
 		Running:   m.Running.IsNull() || m.Running.IsUnknown() || m.Running.ValueBool(),
+	}
+	if known(m.PidsLimit) && m.PidsLimit.ValueInt64() == 0 {
+		spec.PidsLimit = driver.PidsUnlimited // `pids_limit = 0`: no limit, not even the default
 	}
 	diags.Append(elementsAs(ctx, m.Command, &spec.Command)...)
 	diags.Append(mapAs(ctx, m.Env, &spec.Env)...)
@@ -164,6 +168,10 @@ func (m *instanceModel) observe(inst driver.Instance) diag.Diagnostics {
 	m.IPAddress = stringOrNull(inst.IPAddress)
 	m.LoopbackIP = stringOrNull(inst.LoopbackIP)
 	m.ExpiresAt = timeValue(inst.ExpiresAt)
+	m.ExitCode = types.Int64Null()
+	if inst.ExitCode != nil {
+		m.ExitCode = types.Int64Value(int64(*inst.ExitCode))
+	}
 	eps := map[string]attr.Value{}
 	for k, v := range inst.Endpoints {
 		eps[k] = types.StringValue(v)

@@ -6,6 +6,7 @@ package provider
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -86,15 +87,24 @@ func planRunState(plan *instanceModel, state instanceModel, diags *diag.Diagnost
 	if want && status == driver.StatusExpired {
 		diags.AddAttributeWarning(path.Root("status"), "Sandbox Expired",
 			"The sandbox "+state.Name.ValueString()+" reached the end of its `lifetime` and was stopped; it is kept, not restarted. "+
-				"Run `terraform apply -replace` on it for a fresh one, or destroy it.")
+				"Run `terraform apply -replace=ADDRESS` with this sandbox_instance's address (e.g. `sandbox_instance.NAME` or `sandbox_instance.NAME[0]`) "+
+				"for a fresh one, or destroy it.")
 	}
-	changes := (want && status != driver.StatusRunning && status != driver.StatusExpired) ||
+	exited := status == driver.StatusStopped && known(state.ExitCode)
+	if want && exited {
+		diags.AddAttributeWarning(path.Root("status"), "Sandbox Command Exited",
+			fmt.Sprintf("The command of the sandbox %s exited with code %d by itself; `running = true` means started by apply, "+
+				"so it is kept stopped, not restarted. Run `terraform apply -replace=ADDRESS` with this sandbox_instance's address "+
+				"(e.g. `sandbox_instance.NAME`) to run it again, or destroy it.", state.Name.ValueString(), state.ExitCode.ValueInt64()))
+	}
+	changes := (want && status != driver.StatusRunning && status != driver.StatusExpired && !exited) ||
 		(!want && status == driver.StatusRunning)
 	if changes {
 		plan.Status = types.StringUnknown()
 		plan.IPAddress = types.StringUnknown()
 		plan.Endpoints = types.MapUnknown(types.StringType)
+		plan.ExitCode = types.Int64Unknown()
 	} else {
-		plan.Status, plan.IPAddress, plan.Endpoints = state.Status, state.IPAddress, state.Endpoints
+		plan.Status, plan.IPAddress, plan.Endpoints, plan.ExitCode = state.Status, state.IPAddress, state.Endpoints, state.ExitCode
 	}
 }

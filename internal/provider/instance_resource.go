@@ -67,6 +67,7 @@ func (r *instanceResource) Create(ctx context.Context, req resource.CreateReques
 	}
 	spec.Labels = driver.ObjectLabels(cfg.Name, r.data.Labels, spec.Labels)
 	spec.Labels[driver.LabelName] = spec.Name
+	literalLabels(plan, spec.Labels) // instance_import_spec.go
 	ctx = tflog.SetField(ctx, "backend", cfg.Name)
 	ctx = tflog.SetField(ctx, "instance", spec.Name)
 	tflog.Debug(ctx, "creating sandbox instance", map[string]any{"image": spec.Image, "type": spec.Type})
@@ -156,7 +157,8 @@ func (r *instanceResource) Update(ctx context.Context, req resource.UpdateReques
 		resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 	}
 	status := state.Status.ValueString()
-	starting := spec.Running && status != driver.StatusRunning && status != driver.StatusExpired
+	exited := status == driver.StatusStopped && known(state.ExitCode) // ended by itself: kept stopped (instance_plan.go)
+	starting := spec.Running && status != driver.StatusRunning && status != driver.StatusExpired && !exited
 	// Limits change after a start rather than before it: Podman changes the
 	// limits of running containers only (internal/driver/docker/podman.go).
 	updateLimits := func() bool {

@@ -52,12 +52,11 @@ func TestAccInstance_basic(t *testing.T) {
 			},
 			resource.TestStep{Config: cfg, ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}}},
 			resource.TestStep{
-				ResourceName:      instanceAddr,
-				ImportState:       true,
-				ImportStateIdFunc: importID(e.name),
-				ImportStateVerify: true,
-				// The engine does not report these settings back.
-				ImportStateVerifyIgnore: []string{"command", "env", "timeouts"},
+				ResourceName:            instanceAddr,
+				ImportState:             true,
+				ImportStateIdFunc:       importID(e.name),
+				ImportStateVerify:       true,
+				ImportStateVerifyIgnore: []string{"timeouts"},
 			},
 			resource.TestStep{ResourceName: instanceAddr, ImportState: true, ImportStateId: "no-instance-name",
 				ExpectError: regexp.MustCompile(`Invalid Sandbox Instance Import ID`)},

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"strconv"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
@@ -75,7 +76,13 @@ func instanceSchema(ctx context.Context) schema.Schema {
 	return schema.Schema{
 		Description: "A sandbox: a container (or an incus virtual machine) on a backend, with its limits, network, " +
 			"published ports, files and volumes. A sandbox stopped outside Terraform, or by its `lifetime`, is kept and " +
-			"reported in `status`; it is never destroyed by a refresh.",
+			"reported in `status`; it is never destroyed by a refresh. A sandbox whose command ends by itself stays `stopped` " +
+			"(see `running` and `exit_code`).\n\n" +
+			"Import (`<backend import ID>/<name>`) reads back what the engine keeps: on docker and local the command, env, " +
+			"workdir, user, network, ports, volumes, limits and lifetime, so importing a sandbox without `files` plans nothing. " +
+			"File contents cannot be read back: for a sandbox with `files`, add `lifecycle { ignore_changes = [files] }` to the " +
+			"imported resource or accept a replacement. `disk` and `security` are not read back; incus imports identity, labels " +
+			"and ports only.",
 		Attributes: mergeAttributes(instanceInputAttributes(), instanceComputedAttributes(), map[string]schema.Attribute{
 			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
 		}),
@@ -161,8 +168,11 @@ func instanceInputAttributes() map[string]schema.Attribute {
 		},
 		"pids_limit": schema.Int64Attribute{
 			Optional: true, Description: "Maximum number of processes. Threads count too, including the ten or so of the sandbox's own init " +
-				"(the local backend requires at least 24). Changes in place; removing it replaces the sandbox.",
-			Validators:    []validator.Int64{int64validator.AtLeast(1)},
+				"(the local backend requires at least 24). Unset, a container gets the safe default of " + strconv.Itoa(driver.DefaultPidsLimit) +
+				" where the engine can limit processes (Docker, Podman with the pids controller, Incus containers, local as root with cgroups); " +
+				"the attribute then stays null and no plan shows a difference. `0` means unlimited (no default either). " +
+				"Incus virtual machines take no pids limit. Changes in place; removing it replaces the sandbox.",
+			Validators:    []validator.Int64{int64validator.AtLeast(0)},
 			PlanModifiers: []planmodifier.Int64{int64planmodifier.RequiresReplaceIf(limitRemovedInt, liftDoc, liftDoc)},
 		},
 		"disk": schema.StringAttribute{
@@ -180,8 +190,11 @@ func instanceInputAttributes() map[string]schema.Attribute {
 		"volumes": volumesAttribute(),
 		"running": schema.BoolAttribute{
 			Optional: true, Computed: true, Default: booldefault.StaticBool(true),
-			Description: "Whether the sandbox should run. `false` stops it and keeps it. A sandbox stopped outside Terraform " +
-				"while `running = true` is started again by the next apply (an in-place update). An `expired` one is not.",
+			Description: "Whether the sandbox should run: `true` means started by apply. `false` stops it and keeps it. A sandbox stopped outside Terraform " +
+				"while `running = true` is started again by the next apply (an in-place update). An `expired` one is not, and neither is " +
+				"one whose command ended by itself (`exit_code` set, e.g. `command = [\"true\"]`): it stays `stopped`, the plan warns " +
+				"\"exited with code N\", and `terraform apply -replace` runs it again. A command that cannot be started (not found, " +
+				"not executable) fails the create.",
 		},
 		"lifetime": schema.StringAttribute{
 			Optional: true,
@@ -213,10 +226,12 @@ func portsAttribute() schema.ListNestedAttribute {
 }
 
 var instanceFilesDoc = filesDoc{
-	list:    "Files placed in the sandbox before it starts. A change (including of a `source` file's content) replaces the sandbox.",
-	content: "Content of the file. Sensitive, since files often carry credentials. Exactly one of `content` and `source`.",
-	source:  "Local file whose content is copied. Its SHA-256 is kept in `source_hash`, so editing the file plans a replacement.",
-	mode:    "Permissions as an octal string, e.g. `0644` (default) or `0755`.",
+	list: "Files placed in the sandbox before it starts. A change (including of a `source` file's content) replaces the sandbox.",
+	content: "Content of the file. Exactly one of `content` and `source`. Marked sensitive, which only masks it in plan " +
+		"and CLI output: the value is stored in the Terraform state in plain text. For secrets use `source` (a local file: only " +
+		"its SHA-256 is stored in state) and protect the state.",
+	source: "Local file whose content is copied. Its SHA-256 is kept in `source_hash`, so editing the file plans a replacement.",
+	mode:   "Permissions as an octal string, e.g. `0644` (default) or `0755`.",
 }
 
 func volumesAttribute() schema.ListNestedAttribute {
@@ -251,14 +266,19 @@ func capabilitiesAttrTypes() map[string]attr.Type {
 }
 
 func defaultCapabilities() types.Object {
+	return types.ObjectValueMust(capabilitiesAttrTypes(), map[string]attr.Value{
+		"add":  types.ListValueMust(types.StringType, []attr.Value{}),
+		"drop": types.ListValueMust(types.StringType, defaultCapDropValues()),
+	})
+}
+
+// defaultCapDropValues is defaultCapDrop as list elements.
+func defaultCapDropValues() []attr.Value {
 	drop := make([]attr.Value, len(defaultCapDrop))
 	for i, c := range defaultCapDrop {
 		drop[i] = types.StringValue(c)
 	}
-	return types.ObjectValueMust(capabilitiesAttrTypes(), map[string]attr.Value{
-		"add":  types.ListValueMust(types.StringType, []attr.Value{}),
-		"drop": types.ListValueMust(types.StringType, drop),
-	})
+	return drop
 }
 
 func defaultSecurity() types.Object {
@@ -277,7 +297,6 @@ func securityAttribute() schema.SingleNestedAttribute {
 			Default:    listdefault.StaticValue(types.ListValueMust(types.StringType, def)),
 			Validators: []validator.List{listvalidator.ValueStringsAre(stringvalidator.RegexMatches(capabilityRegexp, "must be a capability name such as NET_ADMIN, or ALL"))}}
 	}
-	def := defaultCapabilities().Attributes()
 	return schema.SingleNestedAttribute{
 		Optional: true, Computed: true, Default: objectdefault.StaticValue(defaultSecurity()),
 		Description: "Hardening. The defaults are the settings for untrusted code: no privilege escalation, not privileged, " +
@@ -298,7 +317,7 @@ func securityAttribute() schema.SingleNestedAttribute {
 				Description: "Linux capabilities to add to or drop from the engine's default set.",
 				Attributes: map[string]schema.Attribute{
 					"add":  capList("Capabilities to add, e.g. `[\"NET_ADMIN\"]`. Default none.", nil),
-					"drop": capList("Capabilities to drop; `ALL` drops every one not in `add`. Default `"+joinQuoted(defaultCapDrop)+"`.", def["drop"].(types.List).Elements()),
+					"drop": capList("Capabilities to drop; `ALL` drops every one not in `add`. Default `"+joinQuoted(defaultCapDrop)+"`.", defaultCapDropValues()),
 				}},
 		},
 	}
@@ -316,7 +335,10 @@ func instanceComputedAttributes() map[string]schema.Attribute {
 		},
 		"status": schema.StringAttribute{Computed: true,
 			Description: "Observed state: `running`, `stopped`, `expired` (its `lifetime` ran out), `created` or `unknown`."},
-		"ip_address":  schema.StringAttribute{Computed: true, Description: "Address of the sandbox on its network, if any."},
+		"ip_address": schema.StringAttribute{Computed: true, Description: "Address of the sandbox on its network, if any."},
+		"exit_code": schema.Int64Attribute{Computed: true,
+			Description: "The exit status of the sandbox's command when it ended by itself (`status = \"stopped\"`); null while it runs, " +
+				"when it was stopped (by Terraform or outside it: SIGTERM/SIGKILL), or when the engine does not report it (incus)."},
 		"endpoints":   schema.MapAttribute{Computed: true, ElementType: types.StringType, Description: "Where each port is reached: port name → `host:port`."},
 		"expires_at":  schema.StringAttribute{Computed: true, Description: "When `lifetime` runs out (RFC 3339); null without a lifetime.", PlanModifiers: stable},
 		"loopback_ip": schema.StringAttribute{Computed: true, Description: "The 127.0.0.x allocated to this sandbox under the `loopback_ip` port strategy; null otherwise.", PlanModifiers: stable},

@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -112,6 +113,30 @@ func TestImportedRunning(t *testing.T) {
 	} {
 		if got := importedRunning(status); got != want {
 			t.Errorf("importedRunning(%q) = %v, want %v", status, got, want)
+		}
+	}
+}
+
+// A command that ended by itself is not started again by every apply: the
+// plan keeps it stopped and warns once per plan.
+func TestPlanRunStateCommandExited(t *testing.T) {
+	state := instanceModel{Name: types.StringValue("job"), Status: types.StringValue(driver.StatusStopped), ExitCode: types.Int64Value(0),
+		Endpoints: types.MapNull(types.StringType)}
+	plan := instanceModel{Running: types.BoolValue(true), Status: types.StringUnknown(), ExitCode: types.Int64Unknown()}
+	var diags diag.Diagnostics
+	planRunState(&plan, state, &diags)
+	if plan.Status.IsUnknown() || !plan.ExitCode.Equal(types.Int64Value(0)) {
+		t.Errorf("an exited command must not plan a start: status %v, exit_code %v", plan.Status, plan.ExitCode)
+	}
+	if diags.WarningsCount() != 1 || !strings.Contains(diags[0].Detail(), "exited with code 0") {
+		t.Errorf("want one warning naming the exit code, got %v", diags)
+	}
+}
+
+func TestExitedByItself(t *testing.T) {
+	for code, want := range map[int]bool{0: true, 1: true, 127: true, 124: false, 130: false, 137: false, 143: false, -1: false} {
+		if got := driver.ExitedByItself(code); got != want {
+			t.Errorf("ExitedByItself(%d) = %v, want %v", code, got, want)
 		}
 	}
 }

@@ -42,7 +42,7 @@ func badInputs() []badInput {
 		{"memory unit", d, `memory = "12 parsecs"`, `Invalid Size(?s).*memory`},
 		{"memory negative", d, `memory = "-1g"`, `memory`},
 		{"memory zero", d, `memory = "0"`, `memory`},
-		{"pids_limit", d, `pids_limit = 0`, `pids_limit`},
+		{"pids_limit", d, `pids_limit = -1`, `pids_limit`},
 		{"disk", d, `disk = "lots"`, `disk`},
 		{"disk on local", localHandle, `disk = "1GiB"`, `Limit Not Supported(?s).*disk`},
 		{"network", d, `network = "host"`, `network`},

@@ -41,7 +41,7 @@ func replaceBoolUnlessDefault(def bool) planmodifier.Bool {
 // replaceMapUnlessEmpty is RequiresReplace, except between null and {}.
 func replaceMapUnlessEmpty() planmodifier.Map {
 	return mapplanmodifier.RequiresReplaceIf(func(_ context.Context, req planmodifier.MapRequest, resp *mapplanmodifier.RequiresReplaceIfFuncResponse) {
-		resp.RequiresReplace = !(emptyMap(req.StateValue) && emptyMap(req.PlanValue))
+		resp.RequiresReplace = !emptyMap(req.StateValue) || !emptyMap(req.PlanValue)
 	}, replaceMapDoc, replaceMapDoc)
 }
 

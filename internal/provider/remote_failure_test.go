@@ -98,7 +98,7 @@ func TestAccRemote_sshChangedHostKey(t *testing.T) {
 	good := acctest.TestEnv(acctest.EnvSSHKnownHosts)
 	cfg.Docker.KnownHostsFile = copyToTemp(t, good)
 	e := newRemoteEnv(t, cfg)
-	real, decoy := acctest.HostKeyFingerprint(t, acctest.HostKeyReal), acctest.HostKeyFingerprint(t, acctest.HostKeyDecoy)
+	realFP, decoy := acctest.HostKeyFingerprint(t, acctest.HostKeyReal), acctest.HostKeyFingerprint(t, acctest.HostKeyDecoy)
 	trust := func(file string) func() {
 		return func() {
 			b, err := os.ReadFile(file)
@@ -118,7 +118,7 @@ func TestAccRemote_sshChangedHostKey(t *testing.T) {
 		Steps: []resource.TestStep{
 			{
 				Config:            config,
-				ConfigStateChecks: []statecheck.StateCheck{statecheck.ExpectKnownValue("sandbox_backend.test", fpPath, knownvalue.StringExact(real))},
+				ConfigStateChecks: []statecheck.StateCheck{statecheck.ExpectKnownValue("sandbox_backend.test", fpPath, knownvalue.StringExact(realFP))},
 			},
 			{
 				PreConfig: trust(acctest.TestEnv(acctest.EnvSSHKnownHostsBad)),
@@ -128,7 +128,7 @@ func TestAccRemote_sshChangedHostKey(t *testing.T) {
 					plancheck.ExpectKnownValue("sandbox_backend.test", fpPath, knownvalue.StringExact(decoy)),
 					plancheck.ExpectResourceAction("sandbox_instance.one", plancheck.ResourceActionUpdate),
 				}},
-				ExpectError: regexp.MustCompile(`(?s)HOST KEY MISMATCH.*` + regexp.QuoteMeta(real) + `.*` + regexp.QuoteMeta(decoy)),
+				ExpectError: regexp.MustCompile(`(?s)HOST KEY MISMATCH.*` + regexp.QuoteMeta(realFP) + `.*` + regexp.QuoteMeta(decoy)),
 			},
 			{
 				PreConfig:        trust(good),
@@ -303,7 +303,7 @@ func TestAccRemote_sshServerKeyChanged(t *testing.T) {
 	restart := func(key string) func() {
 		return func() { sshd.Stop(); sshd.Start(key) }
 	}
-	real, decoy := acctest.HostKeyFingerprint(t, acctest.HostKeyReal), acctest.HostKeyFingerprint(t, acctest.HostKeyDecoy)
+	realFP, decoy := acctest.HostKeyFingerprint(t, acctest.HostKeyReal), acctest.HostKeyFingerprint(t, acctest.HostKeyDecoy)
 	config := e.sleeperHCL("one")
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: acctest.ProtoV6ProviderFactories,
@@ -314,7 +314,7 @@ func TestAccRemote_sshServerKeyChanged(t *testing.T) {
 				PreConfig: restart(acctest.HostKeyDecoy),
 				Config:    config,
 				ExpectError: regexp.MustCompile(`(?s)Unable to Read Sandbox.*HOST KEY MISMATCH.*` + regexp.QuoteMeta(decoy) +
-					`.*` + regexp.QuoteMeta(real) + `.*apply\s+-refresh=false`),
+					`.*` + regexp.QuoteMeta(realFP) + `.*apply\s+-refresh=false`),
 			},
 			{
 				PreConfig:        restart(acctest.HostKeyReal),

@@ -16,6 +16,8 @@ import (
 
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/acctest"
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
+
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/testgate"
 )
 
 // The same configuration as on the local socket, with the Incus server
@@ -73,9 +75,7 @@ resource "sandbox_instance" "test" {
 // without SANDBOX_ACC_SSH and fails when that gate is set without them.
 func sshIncusEnv(t *testing.T) (host, key, known string) {
 	t.Helper()
-	if os.Getenv(acctest.GateSSH) == "" {
-		t.Skip(acctest.GateSSH + " is not set")
-	}
+	testgate.Skip(t, acctest.GateSSH)
 	host, key, known = acctest.TestEnv(acctest.EnvSSHHost), acctest.TestEnv(acctest.EnvSSHKey), acctest.TestEnv(acctest.EnvSSHKnownHosts)
 	if host == "" || key == "" || known == "" {
 		t.Fatalf("%s is set but the test sshd is not set up: run scripts/setup-sshd.sh", acctest.GateSSH)

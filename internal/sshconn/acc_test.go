@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/testgate"
 )
 
 // mustDialEcho opens a channel to a fresh echo socket and checks a round trip.
@@ -204,7 +206,7 @@ func TestAccHashedKnownHosts(t *testing.T) {
 func TestAccDockerSocket(t *testing.T) {
 	e := accEnv(t)
 	const sock = "/var/run/docker.sock"
-	if _, err := os.Stat(sock); err != nil && os.Getenv("SANDBOX_ACC_DOCKER") == "" {
+	if _, err := os.Stat(sock); err != nil && !testgate.Enabled("SANDBOX_ACC_DOCKER") {
 		t.Skip("no local dockerd and SANDBOX_ACC_DOCKER is not set")
 	}
 	c, err := Get(ctxTimeout(t, 10*time.Second), e.config(t))

@@ -15,6 +15,8 @@ import (
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
+
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/testgate"
 )
 
 // testEnv describes the private sshd started by scripts/setup-sshd.sh. The
@@ -36,10 +38,7 @@ func envOr(name, def string) string {
 // the test sshd does not answer.
 func accEnv(t *testing.T) testEnv {
 	t.Helper()
-	switch os.Getenv("SANDBOX_ACC_SSH") {
-	case "", "0", "false", "no":
-		t.Skip("SANDBOX_ACC_SSH is not set")
-	}
+	testgate.Skip(t, "SANDBOX_ACC_SSH")
 	dir := envOr("SANDBOX_TEST_DIR", "/var/lib/sandbox-test")
 	e := testEnv{
 		url:              envOr("SANDBOX_TEST_SSH_HOST", "ssh://root@127.0.0.1:2222"),

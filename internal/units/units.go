@@ -39,7 +39,7 @@ func ParseSize(s string) (int64, error) {
 	if t == "" {
 		return 0, fmt.Errorf("invalid size %q: empty", s)
 	}
-	i := strings.IndexFunc(t, func(r rune) bool { return !(r >= '0' && r <= '9' || r == '.') })
+	i := strings.IndexFunc(t, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
 	if i < 0 {
 		i = len(t)
 	}
@@ -109,7 +109,7 @@ func ParseDuration(s string) (time.Duration, error) {
 		if !ok {
 			return 0, fmt.Errorf("invalid duration %q: days must be a whole number before the other units, e.g. 1d12h", s)
 		}
-		if n > int64(math.MaxInt64/int64(24*time.Hour)) {
+		if n > math.MaxInt64/int64(24*time.Hour) {
 			return 0, fmt.Errorf("invalid duration %q: too large", s)
 		}
 		days, t = time.Duration(n)*24*time.Hour, t[i+1:]

@@ -1,3 +1,14 @@
+resource "sandbox_backend" "docker" {
+  name   = "demo"
+  docker = {}
+}
+
+resource "sandbox_image" "python" {
+  backend = sandbox_backend.docker.handle
+  name    = "demo/python:3.12"
+  pull    = { ref = "python:3.12-slim" }
+}
+
 # Three workers with the safe defaults for untrusted code (no new privileges,
 # dropped capabilities, an init process, a pids limit) plus explicit limits.
 resource "sandbox_instance" "worker" {

@@ -55,12 +55,13 @@ func (d *Driver) prepareStateDir(ctx context.Context, id string, spec driver.Ins
 	if err != nil {
 		return err
 	}
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, h := range []*tar.Header{
+	dest, headers := "/", []*tar.Header{
 		{Typeflag: tar.TypeDir, Name: strings.TrimPrefix(path.Dir(stateDir), "/") + "/", Mode: 0o755, ModTime: time.Unix(0, 0)},
 		{Typeflag: tar.TypeDir, Name: strings.TrimPrefix(stateDir, "/") + "/", Mode: 0o1777, ModTime: time.Unix(0, 0)},
-	} {
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, h := range headers {
 		if err := tw.WriteHeader(h); err != nil {
 			return err
 		}
@@ -68,7 +69,7 @@ func (d *Driver) prepareStateDir(ctx context.Context, id string, spec driver.Ins
 	if err := tw.Close(); err != nil {
 		return err
 	}
-	return d.wrap(cli.CopyToContainer(ctx, id, "/", &buf, container.CopyToContainerOptions{}), "create %s in instance %q", stateDir, id)
+	return d.wrap(cli.CopyToContainer(ctx, id, dest, &buf, container.CopyToContainerOptions{}), "create %s in instance %q", stateDir, id)
 }
 
 // nonRootUser reports whether a Docker user spec ("name", "uid", "uid:gid")

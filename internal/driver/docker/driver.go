@@ -149,9 +149,9 @@ func (d *Driver) transportError(err error) error {
 	d.mu.Lock()
 	dial := d.ssh
 	d.mu.Unlock()
-	cause := err
+	cause, dialFailed := err, false
 	if dialErr := dial.last(); dialErr != nil && errUnreachable(err) {
-		cause = dialErr
+		cause, dialFailed = dialErr, true
 	}
 	var hk *sshconn.HostKeyError
 	switch {
@@ -159,7 +159,7 @@ func (d *Driver) transportError(err error) error {
 		return hk
 	case errors.Is(cause, sshconn.ErrAuth):
 		return cause
-	case cause != err:
+	case dialFailed:
 		return fmt.Errorf("engine at %s: %w: %w", d.ep.host, driver.ErrUnavailable, cause)
 	}
 	return nil

@@ -21,6 +21,8 @@ import (
 
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
 	_ "github.com/sandboxfleet/terraform-provider-sandbox/internal/driver/docker"
+
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/testgate"
 )
 
 const gateEnv = "SANDBOX_ACC_DOCKER"
@@ -40,7 +42,7 @@ func TestMain(m *testing.M) {
 }
 
 func runMain(m *testing.M) int {
-	if os.Getenv(gateEnv) == "" {
+	if !testgate.Enabled(gateEnv) {
 		fixture.skip = gateEnv + " is not set"
 		return m.Run()
 	}
@@ -63,7 +65,7 @@ func runMain(m *testing.M) int {
 		defer removeImage("sandbox-seed:v1")
 	}
 	defer removeUnusedAgentVolumes("")
-	if os.Getenv("SANDBOX_ACC_TLS") != "" && os.Getenv("SANDBOX_TEST_TLS_SOCKET") != "" {
+	if testgate.Enabled("SANDBOX_ACC_TLS") && os.Getenv("SANDBOX_TEST_TLS_SOCKET") != "" {
 		// The TLS engine exists for tests only: drop the driver's caches there.
 		defer removeDriverCaches(os.Getenv("SANDBOX_TEST_TLS_SOCKET"))
 	}

@@ -234,7 +234,7 @@ func isImageTarball(p string) (bool, error) {
 			return false, nil
 		}
 		if err != nil {
-			return false, fmt.Errorf("not a tar archive: %w", err)
+			return false, fmt.Errorf("not a tar archive (%v): %w", err, driver.ErrInvalid)
 		}
 		if strings.TrimPrefix(h.Name, "./") == "manifest.json" {
 			return true, nil

@@ -108,6 +108,10 @@ func (d *Driver) createOnce(ctx context.Context, spec driver.InstanceSpec) (inst
 		if err = cli.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
 			return driver.Instance{}, d.wrap(err, "start container %q", plan.name)
 		}
+		// A command that cannot start fails the create (startcheck.go).
+		if err = d.checkStarted(ctx, created.ID, spec.Name, withAgent(plan.cfg.Entrypoint)); err != nil {
+			return driver.Instance{}, err
+		}
 	}
 	// One inspect: the address on the network is only known after start.
 	inst, err = d.inspect(ctx, created.ID)
@@ -138,7 +142,7 @@ func (d *Driver) plan(ctx context.Context, spec driver.InstanceSpec) (*createPla
 		p.host.SecurityOpt = []string{"no-new-privileges"}
 	}
 	steps := []func(context.Context, *createPlan, driver.InstanceSpec) error{
-		d.planDisk, d.planNetwork, d.planPorts, d.planMounts, d.planInit,
+		d.planPids, d.planDisk, d.planNetwork, d.planPorts, d.planMounts, d.planInit,
 		d.planPodman, // Podman only: image label, limits it cannot enforce (podman.go)
 	}
 	for _, step := range steps {
@@ -165,11 +169,28 @@ func resources(l driver.Limits) container.Resources {
 		r.Memory = l.MemoryBytes
 		r.MemorySwap = l.MemoryBytes
 	}
-	if l.PidsLimit > 0 {
+	if l.PidsLimit != 0 { // -1 (driver.PidsUnlimited) lifts a limit
 		pids := l.PidsLimit
 		r.PidsLimit = &pids
 	}
 	return r
+}
+
+// planPids gives a container driver.DefaultPidsLimit when the spec leaves
+// the pids limit unset and the engine can enforce one (a Podman without the
+// pids controller cannot: its capabilities say so).
+func (d *Driver) planPids(ctx context.Context, p *createPlan, spec driver.InstanceSpec) error {
+	if spec.PidsLimit != 0 {
+		return nil // resources() applied it
+	}
+	ei, err := d.engine(ctx)
+	if err != nil {
+		return err
+	}
+	if n := driver.EffectivePidsLimit(0, spec.Type, ei.info.Has(driver.CapPidsLimit)); n > 0 {
+		p.host.PidsLimit = &n
+	}
+	return nil
 }
 
 func (d *Driver) planDisk(ctx context.Context, p *createPlan, spec driver.InstanceSpec) error {

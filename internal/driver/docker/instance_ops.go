@@ -66,24 +66,32 @@ type observed struct {
 // InspectInstance finds an instance by container ID, engine name, or the
 // user's name within this backend.
 func (d *Driver) InspectInstance(ctx context.Context, id string) (driver.Instance, error) {
-	inst, err := d.inspect(ctx, id)
+	inst, c, err := d.inspectFull(ctx, id)
 	if d.errIsNotFound(err) && !strings.HasPrefix(id, d.backend+"-") {
-		inst, err = d.inspect(ctx, d.objectName(id))
+		inst, c, err = d.inspectFull(ctx, d.objectName(id))
+	}
+	if err == nil {
+		inst.Spec = d.observedSpec(ctx, c) // spec.go
 	}
 	return inst, err
 }
 
 func (d *Driver) inspect(ctx context.Context, id string) (driver.Instance, error) {
+	inst, _, err := d.inspectFull(ctx, id)
+	return inst, err
+}
+
+func (d *Driver) inspectFull(ctx context.Context, id string) (driver.Instance, container.InspectResponse, error) {
 	cli, err := d.api()
 	if err != nil {
-		return driver.Instance{}, err
+		return driver.Instance{}, container.InspectResponse{}, err
 	}
 	c, err := cli.ContainerInspect(ctx, id)
 	if err != nil {
-		return driver.Instance{}, d.wrap(err, "instance %q", id)
+		return driver.Instance{}, c, d.wrap(err, "instance %q", id)
 	}
 	if c.Config == nil || c.Config.Labels[driver.LabelBackend] != d.backend || c.Config.Labels[driver.LabelManagedBy] != driver.ManagedByValue {
-		return driver.Instance{}, fmt.Errorf("docker backend %q: instance %q belongs to another backend or was not made by this provider: %w", d.backend, id, driver.ErrNotFound)
+		return driver.Instance{}, c, fmt.Errorf("docker backend %q: instance %q belongs to another backend or was not made by this provider: %w", d.backend, id, driver.ErrNotFound)
 	}
 	o := observed{id: c.ID, name: strings.TrimPrefix(c.Name, "/"), image: c.Config.Image, labels: c.Config.Labels}
 	if c.State != nil {
@@ -94,7 +102,7 @@ func (d *Driver) inspect(ctx context.Context, id string) (driver.Instance, error
 		o.networks = c.NetworkSettings.Networks
 		o.ports, o.hostIPs = bindingsFromMap(c.NetworkSettings.Ports)
 	}
-	return d.toInstance(o), nil
+	return d.toInstance(o), c, nil
 }
 
 func bindingsFromMap(pm nat.PortMap) (map[string]string, map[string]string) {
@@ -171,6 +179,10 @@ func (d *Driver) toInstance(o observed) driver.Instance {
 		inst.ExpiresAt = t
 	}
 	inst.Status = status(o.state, o.exitCode, inst.ExpiresAt)
+	if inst.Status == driver.StatusStopped && o.state == "exited" && driver.ExitedByItself(o.exitCode) {
+		code := o.exitCode
+		inst.ExitCode = &code
+	}
 	inst.IPAddress = d.ipOf(o.networks)
 	inst.Endpoints = d.endpoints(o)
 	podmanObserved(&inst) // Podman: the image as given, no build label (podman.go)
@@ -244,7 +256,14 @@ func (d *Driver) StartInstance(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	return d.wrap(cli.ContainerStart(ctx, id, container.StartOptions{}), "start instance %q", id)
+	if err := cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+		return d.wrap(err, "start instance %q", id)
+	}
+	c, err := cli.ContainerInspect(ctx, id)
+	if err != nil || c.Config == nil {
+		return d.wrap(err, "instance %q", id)
+	}
+	return d.checkStarted(ctx, c.ID, c.Config.Labels[driver.LabelName], withAgent(c.Config.Entrypoint))
 }
 
 // StopInstance stops with SIGTERM, then SIGKILL after grace.

@@ -207,7 +207,7 @@ func podmanResources(l driver.Limits) ociResources {
 		q, p := int64(l.CPUs*cpuPeriod), uint64(cpuPeriod)
 		r.CPU = &ociCPU{Quota: &q, Period: &p}
 	}
-	if l.PidsLimit > 0 {
+	if l.PidsLimit != 0 { // -1 (driver.PidsUnlimited) lifts a limit
 		r.Pids = &ociPids{Limit: l.PidsLimit}
 	}
 	return r

@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,6 +26,8 @@ import (
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver/docker"
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/sshconn"
+
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/testgate"
 )
 
 const podmanGate = "SANDBOX_ACC_PODMAN"
@@ -41,10 +42,7 @@ func podmanHost() string {
 // sshd forwards to that same socket.
 func podmanRemote(t *testing.T, dc driver.DockerConfig) *remote {
 	t.Helper()
-	switch os.Getenv(podmanGate) {
-	case "", "0", "false", "no":
-		t.Skip(podmanGate + " is not set")
-	}
+	testgate.Skip(t, podmanGate)
 	host := podmanHost()
 	raw, err := client.NewClientWithOpts(client.WithHost(host), client.WithAPIVersionNegotiation())
 	if err != nil {
@@ -86,19 +84,13 @@ func TestPodman(t *testing.T) {
 }
 
 func TestPodmanSSH(t *testing.T) {
-	if os.Getenv("SANDBOX_ACC_SSH") == "" {
-		t.Skip("SANDBOX_ACC_SSH is not set")
-	}
+	testgate.Skip(t, "SANDBOX_ACC_SSH")
 	dc := sshDockerConfig()
 	sc, err := sshconn.ParseURL(dc.Host)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c, err := net.DialTimeout("tcp", sc.Addr(), 3*time.Second); err != nil {
-		t.Fatalf("SANDBOX_ACC_SSH is set but nothing answers at %s (run scripts/setup-sshd.sh): %v", sc.Addr(), err)
-	} else {
-		c.Close()
-	}
+	remoteGate(t, "SANDBOX_ACC_SSH", sc.Addr(), "setup-sshd.sh")
 	t.Setenv("SSH_AUTH_SOCK", "") // only the configured key
 	t.Cleanup(sshconn.CloseAll)
 	dc.RemoteSocket = strings.TrimPrefix(podmanHost(), "unix://")

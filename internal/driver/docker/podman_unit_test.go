@@ -33,7 +33,7 @@ func TestPodmanErrorMapsConflicts(t *testing.T) {
 	}
 	// Docker's own answers and non-500 errors are left alone.
 	notFound := fmt.Errorf("no such container: %w", cerrdefs.ErrNotFound)
-	if err := podmanError(notFound); err != notFound {
+	if err := podmanError(notFound); !errors.Is(err, notFound) || err.Error() != notFound.Error() {
 		t.Errorf("not found changed to %v", err)
 	}
 	if podmanError(nil) != nil {

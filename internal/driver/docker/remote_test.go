@@ -15,15 +15,15 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
+
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/testgate"
 )
 
 // remoteEnv returns the named variables, skipping without gate and failing
 // when the gate is set but the set-up script's variables are missing.
 func remoteEnv(t *testing.T, gate string, names ...string) map[string]string {
 	t.Helper()
-	if os.Getenv(gate) == "" {
-		t.Skip(gate + " is not set")
-	}
+	testgate.Skip(t, gate)
 	out := map[string]string{}
 	for _, n := range names {
 		if out[n] = os.Getenv(n); out[n] == "" {

@@ -32,6 +32,8 @@ import (
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver/drivertest"
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/sshconn"
+
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/testgate"
 )
 
 // remote is one remote engine under test and a raw client to check it with.
@@ -55,15 +57,13 @@ func testDir(rel string) string {
 // remoteGate skips without the gate and fails if addr does not accept TCP.
 func remoteGate(t *testing.T, gate, addr, script string) {
 	t.Helper()
-	switch os.Getenv(gate) {
-	case "", "0", "false", "no":
-		t.Skip(gate + " is not set")
-	}
-	c, err := net.DialTimeout("tcp", addr, 3*time.Second)
-	if err != nil {
-		t.Fatalf("%s is set but nothing answers at %s (run scripts/%s): %v", gate, addr, script, err)
-	}
-	c.Close()
+	testgate.Require(t, gate, func() error {
+		c, err := net.DialTimeout("tcp", addr, 3*time.Second)
+		if err != nil {
+			return fmt.Errorf("nothing answers at %s: %w", addr, err)
+		}
+		return c.Close()
+	}, "Run scripts/"+script+".")
 }
 
 func sshDockerConfig() driver.DockerConfig {

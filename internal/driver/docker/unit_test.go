@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/agent"
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/initplan"
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/tarball"
@@ -225,5 +227,31 @@ func TestLoopbackIPRefusedOnRemoteEngine(t *testing.T) {
 	err = d.planPorts(t.Context(), p, driver.InstanceSpec{Name: "x", Ports: []driver.PortSpec{{Name: "http", Port: 80}}})
 	if !errors.Is(err, driver.ErrUnsupported) {
 		t.Fatalf("err = %v, want ErrUnsupported", err)
+	}
+}
+
+func TestCommandOfStripsTheAgent(t *testing.T) {
+	cases := []struct {
+		ep, cmd, want []string
+	}{
+		{[]string{agent.PathInInstance, "init", "--deadline", "x", "--", "sleep", "1"}, nil, []string{"sleep", "1"}},
+		{[]string{agent.PathInInstance, "init"}, nil, nil},
+		{[]string{"/bin/sh", "-c"}, []string{"echo"}, []string{"/bin/sh", "-c", "echo"}},
+	}
+	for _, c := range cases {
+		if got := commandOf(c.ep, c.cmd); !slices.Equal(got, c.want) {
+			t.Errorf("commandOf(%q, %q) = %q, want %q", c.ep, c.cmd, got, c.want)
+		}
+	}
+	if !withAgent([]string{agent.PathInInstance, "init", "--", "x"}) || withAgent([]string{"sleep"}) {
+		t.Error("withAgent")
+	}
+}
+
+func TestPortsFromLabelForImport(t *testing.T) {
+	got := portsFromLabel("http=8080/tcp,dns=53/udp,bad=x/tcp")
+	want := []driver.PortSpec{{Name: "http", Port: 8080, Protocol: "tcp"}, {Name: "dns", Port: 53, Protocol: "udp"}}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %v", got)
 	}
 }

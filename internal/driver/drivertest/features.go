@@ -325,5 +325,9 @@ func freeHostPort(t *testing.T) int {
 		t.Fatalf("find a free port: %v", err)
 	}
 	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	addr, ok := l.Addr().(*net.TCPAddr)
+	if !ok {
+		t.Fatalf("find a free port: %s is not a TCP address", l.Addr())
+	}
+	return addr.Port
 }

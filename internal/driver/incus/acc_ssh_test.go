@@ -1,13 +1,14 @@
 package incus_test
 
 import (
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/acctest"
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver/drivertest"
+
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/testgate"
 )
 
 // sshIncus points a config at the local incusd through the test sshd
@@ -16,9 +17,7 @@ import (
 func sshIncus(t *testing.T) func(*driver.IncusConfig) {
 	t.Helper()
 	preCheck(t)
-	if os.Getenv(acctest.GateSSH) == "" {
-		t.Skip(acctest.GateSSH + " is not set (run scripts/setup-sshd.sh, then set it)")
-	}
+	testgate.Skip(t, acctest.GateSSH)
 	host, key, known := acctest.TestEnv(acctest.EnvSSHHost), acctest.TestEnv(acctest.EnvSSHKey), acctest.TestEnv(acctest.EnvSSHKnownHosts)
 	if host == "" || key == "" || known == "" {
 		t.Fatalf("%s is set but the test sshd's settings are not in %s: run scripts/setup-sshd.sh", acctest.GateSSH, "/var/lib/sandbox-test/env.sh")

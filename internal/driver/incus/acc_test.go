@@ -19,6 +19,8 @@ import (
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver/drivertest"
 	_ "github.com/sandboxfleet/terraform-provider-sandbox/internal/driver/incus"
+
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/testgate"
 )
 
 // fixtureImage is imported by scripts/setup-incus.sh into the default project.
@@ -35,9 +37,7 @@ func TestMain(m *testing.M) {
 
 func preCheck(t *testing.T) {
 	t.Helper()
-	if os.Getenv("SANDBOX_ACC_INCUS") == "" {
-		t.Skip("SANDBOX_ACC_INCUS is not set (run scripts/setup-incus.sh, then set it)")
-	}
+	testgate.Skip(t, "SANDBOX_ACC_INCUS")
 	ensureAgentBinary(t)
 }
 

@@ -225,13 +225,13 @@ func (d *Driver) InspectInstance(ctx context.Context, id string) (driver.Instanc
 		return driver.Instance{}, d.errf(err, "instance %q", id)
 	}
 	if !d.ours(inst.Config) {
-		return driver.Instance{}, d.errf(notOurs, "instance %q", id)
+		return driver.Instance{}, d.errf(errNotOurs, "instance %q", id)
 	}
 	return d.observe(inst), nil
 }
 
-// notOurs makes an instance without our labels look absent.
-var notOurs = fmt.Errorf("exists but was not created by this backend: %w", driver.ErrNotFound)
+// errNotOurs makes an instance without our labels look absent.
+var errNotOurs = fmt.Errorf("exists but was not created by this backend: %w", driver.ErrNotFound)
 
 // ListInstances is one call: the project's instances with their state.
 // Our labels are checked here rather than by a server-side filter, because
@@ -511,7 +511,7 @@ func (d *Driver) forceDelete(ctx context.Context, c incus.InstanceServer, name s
 func (d *Driver) forget(name string) {
 	d.agentIn.Delete(name)
 	d.workdirs.Range(func(k, _ any) bool {
-		if strings.HasPrefix(k.(string), name+"\x00") {
+		if key, ok := k.(string); ok && strings.HasPrefix(key, name+"\x00") {
 			d.workdirs.Delete(k)
 		}
 		return true

@@ -177,7 +177,8 @@ func parseUser(u string) (uid, gid uint32, err error) {
 	return uint32(uid64), uint32(gid64), nil
 }
 
-// limitsConfig maps limits to Incus keys; a zero limit leaves its key out.
+// limitsConfig maps limits to Incus keys; a zero limit leaves its key out
+// (but a container gets driver.DefaultPidsLimit without a pids limit).
 // Fractional CPUs become a CFS allowance on containers (VMs only take a
 // count, rounded up).
 func limitsConfig(typ string, l driver.Limits) (map[string]string, error) {
@@ -198,11 +199,13 @@ func limitsConfig(typ string, l driver.Limits) (map[string]string, error) {
 	if l.MemoryBytes > 0 {
 		out["limits.memory"] = strconv.FormatInt(l.MemoryBytes, 10)
 	}
-	if l.PidsLimit > 0 {
+	// A container left without pids_limit gets driver.DefaultPidsLimit
+	// (create and update alike, since an update rewrites every limit key).
+	if pids := driver.EffectivePidsLimit(l.PidsLimit, typ, true); pids > 0 {
 		if typ == driver.TypeVM {
 			return nil, fmt.Errorf("pids_limit on a virtual machine: %w", driver.ErrUnsupported)
 		}
-		out["limits.processes"] = strconv.FormatInt(l.PidsLimit, 10)
+		out["limits.processes"] = strconv.FormatInt(pids, 10)
 	}
 	return out, nil
 }

@@ -87,13 +87,16 @@ func TestLimitsConfig(t *testing.T) {
 		l    driver.Limits
 		want map[string]string
 	}{
-		{driver.TypeContainer, driver.Limits{CPUs: 0.5}, map[string]string{"limits.cpu.allowance": "50ms/100ms"}},
-		{driver.TypeContainer, driver.Limits{CPUs: 1.25}, map[string]string{"limits.cpu.allowance": "125ms/100ms"}},
-		{driver.TypeContainer, driver.Limits{CPUs: 2}, map[string]string{"limits.cpu": "2"}},
+		{driver.TypeContainer, driver.Limits{CPUs: 0.5, PidsLimit: driver.PidsUnlimited}, map[string]string{"limits.cpu.allowance": "50ms/100ms"}},
+		{driver.TypeContainer, driver.Limits{CPUs: 1.25, PidsLimit: driver.PidsUnlimited}, map[string]string{"limits.cpu.allowance": "125ms/100ms"}},
+		{driver.TypeContainer, driver.Limits{CPUs: 2, PidsLimit: driver.PidsUnlimited}, map[string]string{"limits.cpu": "2"}},
 		{driver.TypeContainer, driver.Limits{MemoryBytes: 256 << 20, PidsLimit: 64},
 			map[string]string{"limits.memory": "268435456", "limits.processes": "64"}},
 		{driver.TypeVM, driver.Limits{CPUs: 0.5}, map[string]string{"limits.cpu": "1"}},
-		{driver.TypeContainer, driver.Limits{}, map[string]string{}},
+		{driver.TypeContainer, driver.Limits{PidsLimit: driver.PidsUnlimited}, map[string]string{}},
+		// A container without pids_limit gets the default; a VM does not.
+		{driver.TypeContainer, driver.Limits{}, map[string]string{"limits.processes": "4096"}},
+		{driver.TypeVM, driver.Limits{}, map[string]string{}},
 	}
 	for _, c := range cases {
 		got, err := limitsConfig(c.typ, c.l)

@@ -164,7 +164,7 @@ func (d *Driver) InspectVolume(ctx context.Context, name string) (driver.Volume,
 		return driver.Volume{}, d.errf(err, "volume %q", name)
 	}
 	if !d.ours(v.Config) {
-		return driver.Volume{}, d.errf(notOurs, "volume %q", name)
+		return driver.Volume{}, d.errf(errNotOurs, "volume %q", name)
 	}
 	return driver.Volume{Name: v.Name, Labels: labelsFromConfig(v.Config)}, nil
 }

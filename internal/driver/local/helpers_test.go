@@ -16,6 +16,8 @@ import (
 
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/agent"
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
+
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/testgate"
 )
 
 const gateEnv = "SANDBOX_ACC_LOCAL"
@@ -40,9 +42,7 @@ func TestMain(m *testing.M) {
 // host cannot run the backend; it builds the agent once.
 func precheck(t *testing.T, isolation string) {
 	t.Helper()
-	if os.Getenv(gateEnv) == "" {
-		t.Skipf("%s is not set", gateEnv)
-	}
+	testgate.Skip(t, gateEnv)
 	if isolation == driver.IsolationBwrap {
 		if _, err := exec.LookPath("bwrap"); err != nil {
 			t.Fatalf("%s is set but bwrap is missing: %v", gateEnv, err)
@@ -186,9 +186,7 @@ const testImage = "test/busybox:latest"
 // openBench is openTest for benchmarks (bwrap isolation).
 func openBench(b *testing.B) *Driver {
 	b.Helper()
-	if os.Getenv(gateEnv) == "" {
-		b.Skipf("%s is not set", gateEnv)
-	}
+	testgate.Skip(b, gateEnv)
 	agentOnce.Do(buildAgent)
 	if agentErr != nil {
 		b.Fatal(agentErr)

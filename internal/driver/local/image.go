@@ -1,11 +1,14 @@
 package local
 
 import (
+	"archive/tar"
+	"compress/gzip"
 	"context"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -57,6 +60,9 @@ func (d *Driver) EnsureImage(_ context.Context, spec driver.ImageSpec) (driver.I
 		return driver.Image{}, d.errf("image %q: read archive: %w", spec.Name, err)
 	}
 	if err := d.extractOnce(id, spec.Archive.Path); err != nil {
+		if formatError(err) {
+			err = fmt.Errorf("not a tar archive (plain or gzip-compressed) or a damaged one: %v: %w", err, driver.ErrInvalid)
+		}
 		return driver.Image{}, d.errf("image %q: extract %s: %w", spec.Name, spec.Archive.Path, err)
 	}
 	ref := imageRef{Name: spec.Name, ID: id, Labels: driver.ObjectLabels(d.backend, d.cfg.Labels, spec.Labels)}
@@ -225,4 +231,10 @@ func (d *Driver) resolveImage(ref string) (id, lower string, err error) {
 		return "", "", fmt.Errorf("image %q: %w", ref, err)
 	}
 	return img.ID, d.imageRootfs(img.ID), nil
+}
+
+// formatError reports an archive that is not a (gzip) tar file at all.
+func formatError(err error) bool {
+	return errors.Is(err, tar.ErrHeader) || errors.Is(err, gzip.ErrHeader) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		strings.Contains(err.Error(), "invalid tar header")
 }

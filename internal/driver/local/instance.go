@@ -133,6 +133,9 @@ func (d *Driver) checkSpec(s *driver.InstanceSpec) error {
 	case d.isolation == driver.IsolationNone && s.Image != "" && s.Image != HostImage:
 		return fmt.Errorf("image %q: isolation \"none\" runs on the host's file system; use image %q or isolation \"bwrap\": %w", s.Image, HostImage, driver.ErrUnsupported)
 	}
+	// Without pids_limit a sandbox gets driver.DefaultPidsLimit where this
+	// host can enforce it (cgroups as root); elsewhere none, as before.
+	s.PidsLimit = driver.EffectivePidsLimit(s.PidsLimit, s.Type, d.canLimit("pids"))
 	if err := d.checkLimits(limitsOf(*s)); err != nil {
 		return err
 	}
@@ -155,6 +158,12 @@ func (d *Driver) checkLimits(l driver.Limits) error {
 		return fmt.Errorf("pids_limit: %d is too low: it counts the sandbox's init, which runs about %d threads, bwrap and every exec; use at least %d", l.PidsLimit, agent.InitThreads, minPidsLimit)
 	}
 	return nil
+}
+
+// canLimit reports whether this host gives the sandboxes the cgroup
+// controller ctrl ("pids", "memory", "cpu").
+func (d *Driver) canLimit(ctrl string) bool {
+	return d.cg != nil && d.cg.has(ctrl)
 }
 
 // minPidsLimit leaves room beside init (about agent.InitThreads) and bwrap
@@ -258,7 +267,12 @@ func (d *Driver) InspectInstance(_ context.Context, id string) (driver.Instance,
 	if err != nil {
 		return driver.Instance{}, err
 	}
-	return d.toInstance(st), nil
+	inst := d.toInstance(st)
+	spec := st.Spec // state.json keeps the whole request but the files
+	spec.Files = nil
+	spec.Running = inst.Running()
+	inst.Spec = &spec
+	return inst, nil
 }
 
 // ListInstances reads every state file; liveness comes from /proc, so no
@@ -322,6 +336,11 @@ func (d *Driver) status(st *instanceState) string {
 func (d *Driver) toInstance(st *instanceState) driver.Instance {
 	inst := driver.Instance{ID: d.instanceID(st.Spec.Name), Name: st.Spec.Name, Type: st.Spec.Type, Image: st.Spec.Image,
 		Status: d.status(st), Labels: st.Labels, CreatedAt: st.CreatedAt, ExpiresAt: st.ExpiresAt}
+	if inst.Status == driver.StatusStopped {
+		if code, ok := lastExit(d.instanceDir(st.Spec.Name)); ok && driver.ExitedByItself(code) {
+			inst.ExitCode = &code
+		}
+	}
 	if st.Spec.Network == driver.NetworkBridge {
 		inst.IPAddress = "127.0.0.1"
 		inst.Endpoints = map[string]string{}
@@ -419,6 +438,7 @@ func sessionMembers(sid int) []int {
 // UpdateInstance changes cgroup limits in place.
 func (d *Driver) UpdateInstance(_ context.Context, id string, l driver.Limits) error {
 	return d.withState(id, func(st *instanceState) error {
+		l.PidsLimit = driver.EffectivePidsLimit(l.PidsLimit, st.Spec.Type, d.canLimit("pids"))
 		if err := d.checkLimits(l); err != nil {
 			return err
 		}

@@ -264,7 +264,7 @@ func procComm(pid int) string {
 
 // pidsHint explains a start that failed under a small pids_limit.
 func pidsHint(s driver.InstanceSpec) string {
-	if s.PidsLimit == 0 {
+	if s.PidsLimit <= 0 {
 		return ""
 	}
 	return fmt.Sprintf(" (pids_limit = %d counts the threads of init too, about %d)", s.PidsLimit, agent.InitThreads)
@@ -353,7 +353,7 @@ func (d *Driver) checkCommand(st *instanceState) error {
 		if findInRoot(root, name) {
 			return nil
 		}
-		return fmt.Errorf("command %q: no such executable file in the sandbox", st.Spec.Command[0])
+		return fmt.Errorf("command %q: no such executable file in the sandbox: %w", st.Spec.Command[0], driver.ErrInvalid)
 	}
 	search := "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 	if p, ok := st.Spec.Env["PATH"]; ok {
@@ -364,5 +364,5 @@ func (d *Driver) checkCommand(st *instanceState) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("command %q: not found in the sandbox's PATH (%s)", name, search)
+	return fmt.Errorf("command %q: not found in the sandbox's PATH (%s): %w", name, search, driver.ErrInvalid)
 }

@@ -1,0 +1,147 @@
+package docker
+
+// Start check: a command that cannot be started (not found, not
+// executable) makes the agent exit at once with 127 (126 from the engine's
+// own init). Create waits until the agent reports itself ready (it names
+// itself agent.ReadyName after resolving the command) or the container has
+// exited, so such a sandbox fails its create instead of being "applied" and
+// then started again on every plan.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/pkg/stdcopy"
+
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/agent"
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
+)
+
+// startCheckTimeout bounds the wait for the agent's readiness. It is only
+// spent when the agent neither gets ready nor exits (an overloaded engine).
+const startCheckTimeout = 5 * time.Second
+
+// errNotStarted reports a command the sandbox could not start.
+func (d *Driver) errNotStarted(ctx context.Context, id, name string, code int) error {
+	msg := strings.TrimSpace(d.logTail(ctx, id, 2048))
+	if msg == "" {
+		msg = "no output"
+	}
+	return fmt.Errorf("docker backend %q: instance %q: the command could not be started (exit code %d): %s: %w",
+		d.backend, name, code, msg, driver.ErrInvalid)
+}
+
+// checkStarted waits (briefly) for the freshly started container's agent:
+// ready means the command was found and started; an exit with 126/127
+// means it could not be. withAgent is false when the agent is not PID 1
+// (the engine then fails the start itself).
+func (d *Driver) checkStarted(ctx context.Context, id, name string, withAgent bool) error {
+	cli, err := d.api()
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(startCheckTimeout)
+	delay := 2 * time.Millisecond
+	for {
+		c, err := cli.ContainerInspect(ctx, id)
+		if err != nil {
+			return d.wrap(err, "instance %q", name)
+		}
+		if c.State == nil {
+			return nil
+		}
+		if !c.State.Running {
+			if c.State.Status == "exited" && (c.State.ExitCode == 126 || c.State.ExitCode == agent.ExitNotStarted) {
+				return d.errNotStarted(ctx, id, name, c.State.ExitCode)
+			}
+			return nil // exited by itself, quickly: a legitimate short command
+		}
+		if !withAgent {
+			return nil
+		}
+		ready, known := d.agentReady(ctx, id, c.State.Pid)
+		if ready || !known || time.Now().After(deadline) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(delay):
+		}
+		if delay < 20*time.Millisecond {
+			delay *= 2
+		}
+	}
+}
+
+// agentReady reports whether PID 1 of the container has named itself
+// agent.ReadyName. It reads /proc of this host when the engine's pids are
+// visible here (a local engine), else asks the engine (`top`). known is
+// false when neither can tell.
+func (d *Driver) agentReady(ctx context.Context, id string, pid int) (ready, known bool) {
+	if d.ep.local && pid > 0 {
+		if b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm"); err == nil {
+			return strings.TrimSpace(string(b)) == agent.ReadyName, true
+		}
+	}
+	cli, err := d.api()
+	if err != nil {
+		return false, false
+	}
+	top, err := cli.ContainerTop(ctx, id, []string{"-o", "pid,comm"})
+	if err != nil {
+		return false, false
+	}
+	ci := -1
+	for i, t := range top.Titles {
+		if strings.EqualFold(t, "comm") || strings.EqualFold(t, "command") {
+			ci = i
+		}
+	}
+	if ci < 0 {
+		return false, false
+	}
+	for _, p := range top.Processes {
+		if ci < len(p) && strings.TrimSpace(p[ci]) == agent.ReadyName {
+			return true, true
+		}
+	}
+	return false, true
+}
+
+// logTail is the end of the container's output (best effort).
+func (d *Driver) logTail(ctx context.Context, id string, n int) string {
+	cli, err := d.api()
+	if err != nil {
+		return ""
+	}
+	rc, err := cli.ContainerLogs(context.WithoutCancel(ctx), id, container.LogsOptions{ShowStdout: true, ShowStderr: true, Tail: "20"})
+	if err != nil {
+		return ""
+	}
+	defer rc.Close()
+	var out, errb bytes.Buffer
+	if _, err := stdcopy.StdCopy(&out, &errb, io.LimitReader(rc, 1<<20)); err != nil {
+		return ""
+	}
+	s := errb.String()
+	if s == "" {
+		s = out.String()
+	}
+	if len(s) > n {
+		s = s[len(s)-n:]
+	}
+	return s
+}
+
+// withAgent reports whether the entrypoint runs the agent as init.
+func withAgent(entrypoint []string) bool {
+	return len(entrypoint) > 1 && entrypoint[0] == agent.PathInInstance && entrypoint[1] == "init"
+}
