@@ -157,6 +157,9 @@ type tfResult struct {
 func (w *workdir) run(ctx context.Context, cmd string, n int, args ...string) (tfResult, error) {
 	argv := []string{"-chdir=" + w.dir, cmd, "-input=false", "-no-color",
 		"-parallelism=" + strconv.Itoa(w.b.o.parallelism), "-var", "n=" + strconv.Itoa(n)}
+	if cmd == "state" {
+		argv = []string{"-chdir=" + w.dir, cmd}
+	}
 	argv = append(argv, args...)
 	c := exec.CommandContext(ctx, "terraform", argv...)
 	c.Env = append(filteredEnv(), "TF_CLI_CONFIG_FILE="+w.b.rcFile, "CHECKPOINT_DISABLE=1", "TF_IN_AUTOMATION=1")

@@ -26,7 +26,7 @@ func Enabled(name string) bool {
 func Skip(t testing.TB, name string) {
 	t.Helper()
 	if !Enabled(name) {
-		t.Skipf("%s is not set: skipping (set %s=1 to run this test)", name, name)
+		t.Skipf("%s is unset or off: skipping (set %s=1 to run this test)", name, name)
 	}
 }
 

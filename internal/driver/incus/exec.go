@@ -76,7 +76,8 @@ func (d *Driver) execDefaults(c incus.InstanceServer, id string, spec *driver.Ex
 	return nil
 }
 
-// run executes spec.Command and waits for it and its output streams.
+// run executes spec.Command and waits for it and its complete output
+// (streamExec: the operation ended and both streams reached their end).
 func (d *Driver) run(ctx context.Context, c incus.InstanceServer, id string, spec driver.ExecSpec) (driver.ExecResult, error) {
 	req := api.InstanceExecPost{Command: spec.Command, WaitForWS: true, Environment: spec.Env, Cwd: spec.Workdir}
 	if spec.User != "" {
@@ -86,17 +87,7 @@ func (d *Driver) run(ctx context.Context, c incus.InstanceServer, id string, spe
 		}
 		req.User, req.Group = uid, gid
 	}
-	var stdout, stderr bytes.Buffer
-	args := &incus.InstanceExecArgs{
-		Stdin:    bytes.NewReader(spec.Stdin),
-		Stdout:   &stdout,
-		Stderr:   &stderr,
-		DataDone: make(chan bool),
-	}
-	op, err := c.ExecInstance(id, req, args)
-	if err == nil {
-		err = op.WaitContext(ctx)
-	}
+	out, err := streamExec(ctx, c, id, req, spec.Stdin)
 	if err != nil {
 		if code, ok := startFailure(err); ok {
 			// The command could not start: a result, as a shell reports it,
@@ -105,13 +96,7 @@ func (d *Driver) run(ctx context.Context, c incus.InstanceServer, id string, spe
 		}
 		return driver.ExecResult{}, d.errf(err, "exec %q in instance %q", spec.Command, id)
 	}
-	select {
-	case <-args.DataDone:
-	case <-ctx.Done():
-		return driver.ExecResult{}, d.errf(ctx.Err(), "exec %q in instance %q: reading output", spec.Command, id)
-	}
-	code, _ := op.Get().Metadata["return"].(float64)
-	return driver.ExecResult{ExitCode: int(code), Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}, nil
+	return driver.ExecResult{ExitCode: out.exitCode, Stdout: out.stdout.Bytes(), Stderr: out.stderr.Bytes()}, nil
 }
 
 // startFailure maps Incus' "could not start the command" errors to the

@@ -40,9 +40,9 @@ func (d *Driver) CreateInstance(ctx context.Context, spec driver.InstanceSpec) (
 	if err != nil {
 		return driver.Instance{}, d.errf(err, "instance %q", spec.Name)
 	}
-	// Start in the create call unless something must be copied in first.
-	dirs, files := prestart(spec)
-	req.Start = spec.Running && len(dirs)+len(files) == 0 && !d.uploadsAgent(spec) && spec.Type != driver.TypeVM
+	// Never start in the create call: starts go through d.start, which
+	// bounds how many run at once and retries a hook timeout (start.go).
+	req.Start = false
 	op, err := c.CreateInstance(req)
 	if err == nil {
 		err = op.WaitContext(ctx)
@@ -388,10 +388,6 @@ func (d *Driver) StartInstance(ctx context.Context, id string) error {
 	}
 	deadline, _ := time.Parse(time.RFC3339, inst.Config[labelKey(driver.LabelExpiresAt)])
 	return d.startWatcher(ctx, c, spec, deadline)
-}
-
-func (d *Driver) start(ctx context.Context, c incus.InstanceServer, name string) error {
-	return d.setState(ctx, c, name, api.InstanceStatePut{Action: "start"})
 }
 
 // StopInstance stops gracefully within grace, then forcibly.
