@@ -91,6 +91,39 @@ func connectExec(c incus.InstanceServer, opID string, fds execFDs) (*execStreams
 	return s, nil
 }
 
+// connectLimit bounds the websocket handshakes of one exec. The client's
+// own handshake timeout does not hold on SSH channels (they have no
+// deadlines), and a stalled handshake must fail the exec, not hang it.
+const connectLimit = 30 * time.Second
+
+// connectExecWithin is connectExec bounded by ctx and limit. Streams that
+// connect after the caller gave up are closed as soon as they do.
+func connectExecWithin(ctx context.Context, c incus.InstanceServer, opID string, fds execFDs, limit time.Duration) (*execStreams, error) {
+	type result struct {
+		s   *execStreams
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		s, err := connectExec(c, opID, fds)
+		done <- result{s, err}
+	}()
+	timer := time.NewTimer(limit)
+	defer timer.Stop()
+	giveUp := func(why error) (*execStreams, error) {
+		go func() { r := <-done; r.s.close() }()
+		return &execStreams{}, fmt.Errorf("connect the exec streams: %w", why)
+	}
+	select {
+	case r := <-done:
+		return r.s, r.err
+	case <-ctx.Done():
+		return giveUp(ctx.Err())
+	case <-timer.C:
+		return giveUp(fmt.Errorf("the server did not complete the websocket handshakes within %s", limit))
+	}
+}
+
 // tolerantPings answers pings without letting a failed pong (the server
 // already closed the connection) end the reading of frames still buffered.
 func tolerantPings(conn *websocket.Conn) {
@@ -179,7 +212,7 @@ func streamExec(ctx context.Context, c incus.InstanceServer, id string, req api.
 		_ = op.Cancel()
 		return nil, err
 	}
-	s, err := connectExec(c, opAPI.ID, fds)
+	s, err := connectExecWithin(ctx, c, opAPI.ID, fds, connectLimit)
 	defer s.close()
 	if err != nil {
 		// The server gives up on its own when not every stream connects
