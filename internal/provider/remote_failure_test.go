@@ -226,7 +226,7 @@ resource "sandbox_instance" "later%[1]d" {
 			{
 				PreConfig: func() { go stopWhenSignalled(signal, sshd) },
 				Config:    full,
-				ExpectError: regexp.MustCompile(`(?s)Unable to Create Sandbox Instance.*ssh to 127\.0\.0\.1:` +
+				ExpectError: regexp.MustCompile(`(?s)Unable to Create Sandbox Instance.*ssh to\s+127\.0\.0\.1:` +
 					fmt.Sprint(sshd.Port) + `.*connection refused`),
 			},
 			{

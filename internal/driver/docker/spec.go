@@ -34,7 +34,8 @@ func (d *Driver) observedSpec(ctx context.Context, c container.InspectResponse) 
 		if ii, err := cli.ImageInspect(ctx, c.Image); err == nil && ii.Config != nil {
 			imgEnv = ii.Config.Env
 			imgCmd = append(append([]string{}, ii.Config.Entrypoint...), ii.Config.Cmd...)
-			if ii.Config.WorkingDir == spec.Workdir {
+			// Podman reports "/" for an image without a working directory.
+			if ii.Config.WorkingDir == spec.Workdir || (spec.Workdir == "/" && ii.Config.WorkingDir == "") {
 				spec.Workdir = ""
 			}
 			if ii.Config.User == spec.User {
@@ -62,14 +63,7 @@ func (d *Driver) observedSpec(ctx context.Context, c container.InspectResponse) 
 		if hc.PidsLimit != nil {
 			spec.PidsLimit = *hc.PidsLimit
 		}
-		switch mode := string(hc.NetworkMode); mode {
-		case "none":
-			spec.Network = driver.NetworkNone
-		case "bridge", "default":
-			spec.Network = driver.NetworkBridge
-		default:
-			spec.Network = driver.NetworkIsolated
-		}
+		spec.Network = d.networkOf(c)
 		for _, m := range hc.Mounts {
 			if m.Type != mount.TypeVolume || strings.HasPrefix(m.Target, "/.sandbox") || !strings.HasPrefix(m.Source, d.backend+"-") {
 				continue // the agent's and the state directory's volumes
@@ -119,4 +113,22 @@ func portsFromLabel(s string) []driver.PortSpec {
 		out = append(out, driver.PortSpec{Name: name, Port: n, Protocol: proto})
 	}
 	return out
+}
+
+// networkOf is the network mode of a container, judged by the networks it is
+// attached to rather than by NetworkMode, which Podman reports as "bridge"
+// for a container on a user-defined network.
+func (d *Driver) networkOf(c container.InspectResponse) string {
+	if c.HostConfig != nil && string(c.HostConfig.NetworkMode) == "none" {
+		return driver.NetworkNone
+	}
+	if c.NetworkSettings != nil {
+		if _, ok := c.NetworkSettings.Networks[d.networkName()]; ok {
+			return driver.NetworkIsolated
+		}
+	}
+	if c.HostConfig != nil && string(c.HostConfig.NetworkMode) == d.networkName() {
+		return driver.NetworkIsolated
+	}
+	return driver.NetworkBridge
 }

@@ -49,6 +49,10 @@ func (d *Driver) checkStarted(ctx context.Context, id, name string, withAgent bo
 	}
 	deadline := time.Now().Add(startCheckTimeout)
 	delay := 2 * time.Millisecond
+	// Readiness can be unknowable for a moment (the process exited between
+	// the inspect and the read of /proc): look again a few times before
+	// concluding the engine cannot tell, so a quick exit 127 is still seen.
+	unknown := 0
 	for {
 		c, err := cli.ContainerInspect(ctx, id)
 		if err != nil {
@@ -67,7 +71,10 @@ func (d *Driver) checkStarted(ctx context.Context, id, name string, withAgent bo
 			return nil
 		}
 		ready, known := d.agentReady(ctx, id, c.State.Pid)
-		if ready || !known || time.Now().After(deadline) {
+		if !known {
+			unknown++
+		}
+		if ready || unknown >= 3 || time.Now().After(deadline) {
 			return nil
 		}
 		select {

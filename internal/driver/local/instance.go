@@ -323,7 +323,7 @@ func (d *Driver) status(st *instanceState) string {
 	if st.StartedAt.IsZero() {
 		return driver.StatusCreated
 	}
-	code, ok := lastExit(d.instanceDir(st.Spec.Name))
+	code, ok := d.settledExit(st)
 	if ok && code == agent.ExitExpired {
 		return driver.StatusExpired
 	}
@@ -333,11 +333,29 @@ func (d *Driver) status(st *instanceState) string {
 	return driver.StatusStopped
 }
 
+// settledExit is lastExit, allowing for the moment after the sandbox's PID 1
+// has died and before bwrap (or the none-mode wrapper) has written the exit
+// record: for a run started in the last few seconds it waits for the record
+// a little, so a command that ends at once is not reported as stopped with
+// no exit code (which would read as "stopped outside Terraform").
+func (d *Driver) settledExit(st *instanceState) (int, bool) {
+	dir := d.instanceDir(st.Spec.Name)
+	code, ok := lastExit(dir)
+	if ok || time.Since(st.StartedAt) > 10*time.Second {
+		return code, ok
+	}
+	for deadline := time.Now().Add(300 * time.Millisecond); !ok && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+		code, ok = lastExit(dir)
+	}
+	return code, ok
+}
+
 func (d *Driver) toInstance(st *instanceState) driver.Instance {
 	inst := driver.Instance{ID: d.instanceID(st.Spec.Name), Name: st.Spec.Name, Type: st.Spec.Type, Image: st.Spec.Image,
 		Status: d.status(st), Labels: st.Labels, CreatedAt: st.CreatedAt, ExpiresAt: st.ExpiresAt}
 	if inst.Status == driver.StatusStopped {
-		if code, ok := lastExit(d.instanceDir(st.Spec.Name)); ok && driver.ExitedByItself(code) {
+		if code, ok := d.settledExit(st); ok && driver.ExitedByItself(code) {
 			inst.ExitCode = &code
 		}
 	}
