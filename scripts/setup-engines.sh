@@ -137,8 +137,7 @@ install_packages() {
 docker_answers() { timeout 5 docker version >/dev/null 2>&1; }
 
 start_dockerd() {
-	docker_answers && return 0
-	if ! pgrep -x dockerd >/dev/null; then
+	if ! docker_answers && ! pgrep -x dockerd >/dev/null; then
 		# A pid file left by a killed daemon stops the next one from starting.
 		rm -f /var/run/docker.pid
 		log "starting dockerd (log: /var/log/dockerd.log)"
@@ -152,6 +151,26 @@ start_dockerd() {
 		fi
 		sleep 0.3
 	done
+	ensure_default_bridge
+}
+
+# ensure_default_bridge recreates the interface of Docker's default "bridge"
+# network when it is gone. dockerd 20.10 restarted after its bridge was deleted
+# (seen on these machines after a restore) keeps the network in its store but
+# never recreates docker0, and every container on the default network then
+# fails to start with "could not find bridge docker0".
+ensure_default_bridge() {
+	local name gateway subnet
+	name=$(docker network inspect bridge --format '{{index .Options "com.docker.network.bridge.name"}}' 2>/dev/null) || return 0
+	[ -n "$name" ] || return 0
+	ip link show "$name" >/dev/null 2>&1 && return 0
+	gateway=$(docker network inspect bridge --format '{{range .IPAM.Config}}{{.Gateway}}{{end}}')
+	subnet=$(docker network inspect bridge --format '{{range .IPAM.Config}}{{.Subnet}}{{end}}')
+	[ -n "$gateway" ] && [ -n "$subnet" ] || die "Docker's default network has no IPv4 gateway/subnet to recreate $name with"
+	log "recreating Docker's default bridge $name ($gateway/${subnet#*/}): dockerd did not"
+	ip link add "$name" type bridge
+	ip addr add "$gateway/${subnet#*/}" dev "$name"
+	ip link set "$name" up
 }
 
 # --- bubblewrap ----------------------------------------------------------------
