@@ -32,7 +32,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	sdkacctest "github.com/hashicorp/terraform-plugin-testing/helper/acctest"
 
@@ -52,7 +51,7 @@ const (
 
 // ProtoV6ProviderFactories serve the provider in-process to terraform.
 var ProtoV6ProviderFactories = map[string]func() (tfprotov6.ProviderServer, error){
-	"sandbox": providerserver.NewProtocol6WithError(provider.New("acctest")()),
+	"sandbox": provider.NewServer("acctest"),
 }
 
 // RandomName returns prefix-<8 random lowercase letters and digits>, a valid

@@ -99,7 +99,7 @@ func advice(cfg driver.Config, err error) string {
 
 const (
 	hostKeyAdvice = "The SSH server did not offer the host key this backend trusts. The handle records the key's fingerprint " +
-		"(`handle.docker.host_key_fingerprint`, from `docker.host_key_fingerprint` or else from `docker.known_hosts_file` at plan time), " +
+		"(`handle.settings.host_key_fingerprint`, from `docker.host_key_fingerprint` or else from `docker.known_hosts_file` at plan time), " +
 		"and every resource on the backend verifies exactly that key. If the key changed legitimately (verify it out of band), " +
 		"trust the new key in the known_hosts file or pin it with `docker.host_key_fingerprint`: the handle then changes in the plan. " +
 		"Refreshing uses the handle in state, so apply that change once with `terraform apply -refresh=false`."

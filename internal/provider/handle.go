@@ -4,16 +4,17 @@ package provider
 // everything needed to reach the backend (and no secret), passed by the user
 // to every other resource as `backend = sandbox_backend.X.handle`.
 //
-// Its shape mirrors driver.Config: {driver, name, docker|incus|kubernetes|local}.
-// The per-driver field lists below are the single source for the schema of
-// the computed handle, the schema of the `backend` input and the conversion to
-// driver.Config (through the JSON tags of the driver config structs, which
-// are the attribute names).
+// Its shape is {driver, name, settings}: settings holds the fields of the
+// driver's block of driver.Config that are set. The per-driver field lists
+// below are the single source for the driver blocks of sandbox_backend, the
+// keys of a handle's settings and the conversion to driver.Config (through
+// the JSON tags of the driver config structs, which are the attribute names).
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -53,7 +54,7 @@ var handleFields = map[string][]handleField{
 			"or changed key fails with the fingerprint the server offered and the line or setting that trusts it."},
 		{name: "host_key_fingerprint", description: "SHA256 fingerprint (`SHA256:...`, as `ssh-keygen -lf` prints it) " +
 			"the SSH host key must have; it replaces `known_hosts_file` for the target host. When unset, the plan records " +
-			"in `handle.docker.host_key_fingerprint` the key known_hosts trusts for the host (asking the host only when " +
+			"in `handle.settings.host_key_fingerprint` the key known_hosts trusts for the host (asking the host only when " +
 			"known_hosts holds several keys for it or none): every resource then verifies exactly that key, and " +
 			"trusting another key shows in the plan as a change of the handle. An unknown host fails the plan with " +
 			"the fingerprint it offered and how to trust it."},
@@ -120,9 +121,11 @@ var handleFields = map[string][]handleField{
 	},
 }
 
-// handleDrivers is the order of the driver blocks in a handle.
+// handleDrivers is the order of the driver blocks of sandbox_backend.
 var handleDrivers = []string{driver.Docker, driver.Incus, driver.Kubernetes, driver.Local}
 
+// handleBlockAttrTypes is the object type of a driver block of sandbox_backend
+// (`docker = { ... }`), one attribute per handle field.
 func handleBlockAttrTypes(drv string) map[string]attr.Type {
 	out := map[string]attr.Type{}
 	for _, f := range handleFields[drv] {
@@ -135,86 +138,91 @@ func handleBlockAttrTypes(drv string) map[string]attr.Type {
 	return out
 }
 
+// The handle itself is compact: {driver, name, settings}, where settings maps
+// the driver's fields that are set to their values as strings ("true" for a
+// bool that is set). Every sandbox_instance carries it twice (as `backend`
+// and inside its own handle), and Terraform and the plugin framework spend
+// their time per attribute node: a nested object per driver with every field
+// (74 attributes, mostly null) made the re-plan of a fleet several times
+// slower than this map of the few fields a backend really sets.
+
 // handleAttrTypes is the object type of a backend handle.
 func handleAttrTypes() map[string]attr.Type {
-	out := map[string]attr.Type{
-		"driver": types.StringType,
-		"name":   types.StringType,
+	return map[string]attr.Type{
+		"driver":   types.StringType,
+		"name":     types.StringType,
+		"settings": types.MapType{ElemType: types.StringType},
 	}
-	for _, d := range handleDrivers {
-		out[d] = types.ObjectType{AttrTypes: handleBlockAttrTypes(d)}
-	}
-	return out
 }
 
 // handleAttributes builds the nested attributes of a handle. computed=true
 // gives the read-only handle of sandbox_backend; false gives the `backend`
-// input of the other resources, whose blocks are optional and whose fields
-// are all optional (a handle carries only what applies).
+// input of the other resources.
 func handleAttributes(computed bool) map[string]schema.Attribute {
-	attrs := map[string]schema.Attribute{
+	return map[string]schema.Attribute{
 		"driver": schema.StringAttribute{Computed: computed, Required: !computed, Description: "Driver: `docker`, `incus`, `kubernetes` or `local`."},
 		"name":   schema.StringAttribute{Computed: computed, Required: !computed, Description: "Backend name (its scope on the engine)."},
+		"settings": schema.MapAttribute{Computed: computed, Optional: !computed, ElementType: types.StringType,
+			Description: handleSettingsDoc},
 	}
-	for _, d := range handleDrivers {
-		inner := map[string]schema.Attribute{}
-		for _, f := range handleFields[d] {
-			if f.isBool {
-				inner[f.name] = schema.BoolAttribute{Computed: computed, Optional: !computed, Description: f.description}
-			} else {
-				inner[f.name] = schema.StringAttribute{Computed: computed, Optional: !computed, Description: f.description}
-			}
-		}
-		attrs[d] = schema.SingleNestedAttribute{
-			Computed: computed, Optional: !computed,
-			Description: fmt.Sprintf("Settings of a `%s` backend; null for other drivers.", d),
-			Attributes:  inner,
-		}
-	}
-	return attrs
 }
+
+const handleSettingsDoc = "The resolved settings of the backend's driver block that are set (defaults filled in), " +
+	"by attribute name: e.g. `host`, `port_strategy` and `host_key_fingerprint` for `docker`, `address` and " +
+	"`project` for `incus`, `root` and `isolation` for `local`; booleans appear as `\"true\"` only when true. " +
+	"The keys and their meaning are those of the driver block of the same name; no secret is ever among them."
 
 // HandleFromConfig renders a resolved driver.Config as a handle object.
 func HandleFromConfig(cfg driver.Config) (types.Object, diag.Diagnostics) {
 	var diags diag.Diagnostics
-	values := map[string]attr.Value{
-		"driver": types.StringValue(cfg.Driver),
-		"name":   types.StringValue(cfg.Name),
+	settings := map[string]attr.Value{}
+	raw, err := driverBlockRaw(cfg)
+	if err != nil {
+		diags.AddError("Invalid Backend Settings", err.Error())
 	}
-	blocks := map[string]any{driver.Docker: cfg.Docker, driver.Incus: cfg.Incus, driver.Kubernetes: cfg.Kubernetes, driver.Local: cfg.Local}
-	for _, d := range handleDrivers {
-		blockType := handleBlockAttrTypes(d)
-		raw := map[string]any{}
-		if b, err := json.Marshal(blocks[d]); err == nil && string(b) != "null" {
-			_ = json.Unmarshal(b, &raw)
-		} else {
-			values[d] = types.ObjectNull(blockType)
-			continue
-		}
-		inner := map[string]attr.Value{}
-		for _, f := range handleFields[d] {
-			v, set := raw[f.name]
-			switch {
-			case f.isBool:
-				b, _ := v.(bool)
-				inner[f.name] = types.BoolValue(b)
-			case set && v != "":
-				inner[f.name] = types.StringValue(fmt.Sprint(v))
-			default:
-				inner[f.name] = types.StringNull()
+	for _, f := range handleFields[cfg.Driver] {
+		switch v := raw[f.name].(type) {
+		case bool:
+			if v {
+				settings[f.name] = types.StringValue("true")
+			}
+		case string:
+			if v != "" {
+				settings[f.name] = types.StringValue(v)
 			}
 		}
-		obj, d2 := types.ObjectValue(blockType, inner)
-		diags.Append(d2...)
-		values[d] = obj
 	}
-	obj, d2 := types.ObjectValue(handleAttrTypes(), values)
-	diags.Append(d2...)
+	obj, d := types.ObjectValue(handleAttrTypes(), map[string]attr.Value{
+		"driver":   types.StringValue(cfg.Driver),
+		"name":     types.StringValue(cfg.Name),
+		"settings": types.MapValueMust(types.StringType, settings),
+	})
+	diags.Append(d...)
 	return obj, diags
 }
 
+// driverBlockRaw is the driver block of cfg (by its JSON names, which are the
+// handle field names) as plain values; nil when the block is unset.
+func driverBlockRaw(cfg driver.Config) (map[string]any, error) {
+	blocks := map[string]any{driver.Docker: cfg.Docker, driver.Incus: cfg.Incus, driver.Kubernetes: cfg.Kubernetes, driver.Local: cfg.Local}
+	block, ok := blocks[cfg.Driver]
+	if !ok {
+		return nil, nil
+	}
+	b, err := json.Marshal(block)
+	if err != nil {
+		return nil, fmt.Errorf("encode the %s settings of backend %q: %w", cfg.Driver, cfg.Name, err)
+	}
+	var raw map[string]any
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return nil, fmt.Errorf("decode the %s settings of backend %q: %w", cfg.Driver, cfg.Name, err)
+	}
+	return raw, nil
+}
+
 // ConfigFromHandle turns a handle object back into a driver.Config. It
-// reports an error diagnostic if the handle is unknown or malformed.
+// reports an error diagnostic if the handle is unknown or malformed, naming
+// a settings key the driver does not have.
 func ConfigFromHandle(ctx context.Context, h types.Object) (driver.Config, diag.Diagnostics) {
 	var diags diag.Diagnostics
 	var cfg driver.Config
@@ -222,16 +230,66 @@ func ConfigFromHandle(ctx context.Context, h types.Object) (driver.Config, diag.
 		diags.AddError("Backend Handle Not Known", "The backend handle is not known yet; it is known once its sandbox_backend is planned from configuration.")
 		return cfg, diags
 	}
-	raw, err := objectToRaw(h)
-	if err != nil {
-		diags.AddError("Invalid Backend Handle", err.Error())
+	var m struct {
+		Driver   types.String `tfsdk:"driver"`
+		Name     types.String `tfsdk:"name"`
+		Settings types.Map    `tfsdk:"settings"`
+	}
+	if diags.Append(h.As(ctx, &m, basetypes.ObjectAsOptions{})...); diags.HasError() {
 		return cfg, diags
 	}
-	b, _ := json.Marshal(raw)
+	if m.Driver.IsUnknown() || m.Name.IsUnknown() || m.Settings.IsUnknown() {
+		diags.AddError("Backend Handle Not Known", "Part of the backend handle is not known yet; pass `backend = sandbox_backend.NAME.handle`.")
+		return cfg, diags
+	}
+	cfg.Driver, cfg.Name = m.Driver.ValueString(), m.Name.ValueString()
+	fields, ok := handleFields[cfg.Driver]
+	if !ok {
+		// Callers that need a known driver report it with the attribute path.
+		return cfg, diags
+	}
+	block := map[string]any{}
+	for key, v := range m.Settings.Elements() {
+		f, known := fieldByName(fields, key)
+		sv, isString := v.(types.String)
+		switch {
+		case !known:
+			diags.AddError("Invalid Backend Handle", fmt.Sprintf("The backend handle's settings have the key %q, which a %s backend "+
+				"does not have (it has %s). Pass `backend = sandbox_backend.NAME.handle` rather than writing a handle by hand.",
+				key, cfg.Driver, fieldNames(fields)))
+		case !isString || sv.IsUnknown():
+			diags.AddError("Backend Handle Not Known", fmt.Sprintf("The backend handle's setting %q is not known yet.", key))
+		case f.isBool:
+			block[key] = sv.ValueString() == "true"
+		default:
+			block[key] = sv.ValueString()
+		}
+	}
+	if diags.HasError() {
+		return cfg, diags
+	}
+	b, _ := json.Marshal(map[string]any{"driver": cfg.Driver, "name": cfg.Name, cfg.Driver: block})
 	if err := json.Unmarshal(b, &cfg); err != nil {
 		diags.AddError("Invalid Backend Handle", fmt.Sprintf("The backend handle could not be decoded: %s. Pass `backend = sandbox_backend.NAME.handle`.", err))
 	}
 	return cfg, diags
+}
+
+func fieldByName(fields []handleField, name string) (handleField, bool) {
+	for _, f := range fields {
+		if f.name == name {
+			return f, true
+		}
+	}
+	return handleField{}, false
+}
+
+func fieldNames(fields []handleField) string {
+	names := make([]string, len(fields))
+	for i, f := range fields {
+		names[i] = f.name
+	}
+	return strings.Join(names, ", ")
 }
 
 // objectToRaw converts a known object of strings, bools and nested objects to

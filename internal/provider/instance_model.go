@@ -158,6 +158,25 @@ func (m instanceModel) securitySpec(ctx context.Context, diags *diag.Diagnostics
 // observe sets the computed attributes from an observed instance. The
 // user's settings (running, labels, image, ...) are kept as they are: only
 // what the engine decides is copied.
+// observedValues are the values observe and the run-state plan write; when
+// none changed, Read and ModifyPlan leave the state or plan as Terraform sent
+// it (setting a whole instance costs a full conversion per resource, which
+// dominates the re-plan of a fleet).
+func (m *instanceModel) observedValues() []attr.Value {
+	return []attr.Value{m.ID, m.Name, m.Status, m.IPAddress, m.LoopbackIP, m.ExpiresAt, m.ExitCode, m.Endpoints, m.Handle}
+}
+
+// sameObserved reports whether a and b hold the same observedValues.
+func sameObserved(a, b *instanceModel) bool {
+	av, bv := a.observedValues(), b.observedValues()
+	for i := range av {
+		if !av[i].Equal(bv[i]) {
+			return false
+		}
+	}
+	return true
+}
+
 func (m *instanceModel) observe(inst driver.Instance) diag.Diagnostics {
 	var diags diag.Diagnostics
 	m.ID = types.StringValue(inst.ID)

@@ -25,21 +25,32 @@ func (r *instanceResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	checkCapabilities(ctx, plan, resp)
-	if !resp.Diagnostics.HasError() {
-		r.checkEngineLimits(ctx, plan, resp) // what this engine lacks (instance_engine_check.go)
+	// A plan equal to the refreshed state changes nothing the checks look at:
+	// they passed when it was applied, and an empty re-plan of a fleet
+	// should not pay for them (nor for decoding the state a second time).
+	unchanged := !req.State.Raw.IsNull() && req.Plan.Raw.Equal(req.State.Raw)
+	if !unchanged {
+		checkCapabilities(ctx, plan, resp)
+		if !resp.Diagnostics.HasError() {
+			r.checkEngineLimits(ctx, plan, resp) // what this engine lacks (instance_engine_check.go)
+		}
 	}
 	if req.State.Raw.IsNull() {
 		return // create: every computed value is known after apply
 	}
-	var state instanceModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
-		return
+	state := plan
+	if !unchanged {
+		resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+		if resp.Diagnostics.HasError() {
+			return
+		}
 	}
+	before := plan
 	planRunState(&plan, state, &resp.Diagnostics)
 	planHandle(&plan, state, &resp.Diagnostics)
-	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+	if !sameObserved(&before, &plan) {
+		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+	}
 }
 
 // planHandle follows an in-place change of the backend's connection settings

@@ -130,8 +130,11 @@ func (r *instanceResource) Read(ctx context.Context, req resource.ReadRequest, r
 		return
 	}
 	// A stopped or expired sandbox stays in state: only its status changes.
+	before := state
 	resp.Diagnostics.Append(state.observe(inst)...)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+	if !sameObserved(&before, &state) {
+		resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+	}
 }
 
 func (r *instanceResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {

@@ -65,7 +65,7 @@ func TestAccBackend_incusTrustToken(t *testing.T) {
 			{
 				Config: cfg,
 				Check: resource.ComposeTestCheckFunc(
-					resource.TestCheckResourceAttr("sandbox_backend.test", "handle.incus.trust_token_env", tokenEnv),
+					resource.TestCheckResourceAttr("sandbox_backend.test", "handle.settings.trust_token_env", tokenEnv),
 					checkNoValueInState(token),
 					func(*terraform.State) error {
 						if err := exec.Command("incus", "config", "trust", "show", fingerprint).Run(); err != nil {

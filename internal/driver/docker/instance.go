@@ -104,18 +104,19 @@ func (d *Driver) createOnce(ctx context.Context, spec driver.InstanceSpec) (inst
 	if err = d.prepareStateDir(ctx, created.ID, spec); err != nil {
 		return driver.Instance{}, err
 	}
-	if spec.Running {
-		if err = cli.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
-			return driver.Instance{}, d.wrap(err, "start container %q", plan.name)
-		}
-		// A command that cannot start fails the create (startcheck.go).
-		if err = d.checkStarted(ctx, created.ID, spec.Name, withAgent(plan.cfg.Entrypoint)); err != nil {
-			return driver.Instance{}, err
-		}
+	if !spec.Running {
+		return d.inspect(ctx, created.ID)
 	}
-	// One inspect: the address on the network is only known after start.
-	inst, err = d.inspect(ctx, created.ID)
-	return inst, err
+	if err = cli.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
+		return driver.Instance{}, d.wrap(err, "start container %q", plan.name)
+	}
+	// A command that cannot start fails the create (startcheck.go). Its last
+	// inspect, taken after the start, has the address on the network.
+	c, err := d.checkStarted(ctx, created.ID)
+	if err != nil {
+		return driver.Instance{}, err
+	}
+	return d.fromInspect(c, created.ID)
 }
 
 // plan translates spec into the engine's create request.

@@ -90,8 +90,14 @@ func (d *Driver) inspectFull(ctx context.Context, id string) (driver.Instance, c
 	if err != nil {
 		return driver.Instance{}, c, d.wrap(err, "instance %q", id)
 	}
+	inst, err := d.fromInspect(c, id)
+	return inst, c, err
+}
+
+// fromInspect reads an instance of this backend from an inspect response.
+func (d *Driver) fromInspect(c container.InspectResponse, id string) (driver.Instance, error) {
 	if c.Config == nil || c.Config.Labels[driver.LabelBackend] != d.backend || c.Config.Labels[driver.LabelManagedBy] != driver.ManagedByValue {
-		return driver.Instance{}, c, fmt.Errorf("docker backend %q: instance %q belongs to another backend or was not made by this provider: %w", d.backend, id, driver.ErrNotFound)
+		return driver.Instance{}, fmt.Errorf("docker backend %q: instance %q belongs to another backend or was not made by this provider: %w", d.backend, id, driver.ErrNotFound)
 	}
 	o := observed{id: c.ID, name: strings.TrimPrefix(c.Name, "/"), image: c.Config.Image, labels: c.Config.Labels}
 	if c.State != nil {
@@ -102,7 +108,7 @@ func (d *Driver) inspectFull(ctx context.Context, id string) (driver.Instance, c
 		o.networks = c.NetworkSettings.Networks
 		o.ports, o.hostIPs = bindingsFromMap(c.NetworkSettings.Ports)
 	}
-	return d.toInstance(o), c, nil
+	return d.toInstance(o), nil
 }
 
 func bindingsFromMap(pm nat.PortMap) (map[string]string, map[string]string) {
@@ -259,11 +265,8 @@ func (d *Driver) StartInstance(ctx context.Context, id string) error {
 	if err := cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
 		return d.wrap(err, "start instance %q", id)
 	}
-	c, err := cli.ContainerInspect(ctx, id)
-	if err != nil || c.Config == nil {
-		return d.wrap(err, "instance %q", id)
-	}
-	return d.checkStarted(ctx, c.ID, c.Config.Labels[driver.LabelName], withAgent(c.Config.Entrypoint))
+	_, err = d.checkStarted(ctx, id)
+	return err
 }
 
 // StopInstance stops with SIGTERM, then SIGKILL after grace.

@@ -40,12 +40,14 @@ func (d *Driver) errNotStarted(ctx context.Context, id, name string, code int) e
 
 // checkStarted waits (briefly) for the freshly started container's agent:
 // ready means the command was found and started; an exit with 126/127
-// means it could not be. withAgent is false when the agent is not PID 1
-// (the engine then fails the start itself).
-func (d *Driver) checkStarted(ctx context.Context, id, name string, withAgent bool) error {
+// means it could not be. Without the agent as PID 1 (another entrypoint)
+// the engine fails the start itself and there is nothing to wait for. It
+// returns its last inspect, which callers use as the instance's state
+// instead of asking the engine once more.
+func (d *Driver) checkStarted(ctx context.Context, id string) (container.InspectResponse, error) {
 	cli, err := d.api()
 	if err != nil {
-		return err
+		return container.InspectResponse{}, err
 	}
 	deadline := time.Now().Add(startCheckTimeout)
 	delay := 2 * time.Millisecond
@@ -56,30 +58,31 @@ func (d *Driver) checkStarted(ctx context.Context, id, name string, withAgent bo
 	for {
 		c, err := cli.ContainerInspect(ctx, id)
 		if err != nil {
-			return d.wrap(err, "instance %q", name)
+			return c, d.wrap(err, "instance %q", id)
 		}
-		if c.State == nil {
-			return nil
+		if c.State == nil || c.Config == nil {
+			return c, nil
 		}
+		name := c.Config.Labels[driver.LabelName]
 		if !c.State.Running {
 			if c.State.Status == "exited" && (c.State.ExitCode == 126 || c.State.ExitCode == agent.ExitNotStarted) {
-				return d.errNotStarted(ctx, id, name, c.State.ExitCode)
+				return c, d.errNotStarted(ctx, id, name, c.State.ExitCode)
 			}
-			return nil // exited by itself, quickly: a legitimate short command
+			return c, nil // exited by itself, quickly: a legitimate short command
 		}
-		if !withAgent {
-			return nil
+		if !withAgent(c.Config.Entrypoint) {
+			return c, nil
 		}
 		ready, known := d.agentReady(ctx, id, c.State.Pid)
 		if !known {
 			unknown++
 		}
 		if ready || unknown >= 3 || time.Now().After(deadline) {
-			return nil
+			return c, nil
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return c, ctx.Err()
 		case <-time.After(delay):
 		}
 		if delay < 20*time.Millisecond {
