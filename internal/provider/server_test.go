@@ -109,11 +109,11 @@ func TestFastPlanOnlyForUnchangedInstances(t *testing.T) {
 		changed[k] = v
 	}
 	for name, req := range map[string]*tfprotov6.PlanResourceChangeRequest{
-		"create":          {TypeName: instanceTypeName, ProposedNewState: prior},
-		"destroy":         {TypeName: instanceTypeName, PriorState: prior},
-		"change":          {TypeName: instanceTypeName, PriorState: prior, ProposedNewState: instanceState(t, s.instanceType, changed)},
-		"another type":    {TypeName: "sandbox_volume", PriorState: prior, ProposedNewState: prior},
-		"unchanged":       {TypeName: instanceTypeName, PriorState: prior, ProposedNewState: prior},
+		"create":       {TypeName: instanceTypeName, ProposedNewState: prior},
+		"destroy":      {TypeName: instanceTypeName, PriorState: prior},
+		"change":       {TypeName: instanceTypeName, PriorState: prior, ProposedNewState: instanceState(t, s.instanceType, changed)},
+		"another type": {TypeName: "sandbox_volume", PriorState: prior, ProposedNewState: prior},
+		"unchanged":    {TypeName: instanceTypeName, PriorState: prior, ProposedNewState: prior},
 	} {
 		before := inner.planned
 		if _, err := s.PlanResourceChange(ctx, req); err != nil {
