@@ -184,9 +184,11 @@ incus_answers() { timeout 5 incus query /1.0 >/dev/null 2>&1; }
 
 start_incusd() {
 	if ! incus_answers; then
-		if ! pgrep -x incusd >/dev/null; then
+		# The daemon, not the `[lxc monitor]` and fork* helpers of running
+		# containers, which are called incusd too and outlive a crashed daemon.
+		if ! pgrep -f '^(/usr/libexec/incus/|/usr/s?bin/)?incusd( --|$)' >/dev/null; then
 			log "starting incusd (log: /var/log/incusd.log)"
-			setsid /usr/libexec/incus/incusd --group root >/var/log/incusd.log 2>&1 </dev/null &
+			setsid /usr/libexec/incus/incusd --group root >>/var/log/incusd.log 2>&1 </dev/null &
 		fi
 		local deadline=$((SECONDS + SETUP_TIMEOUT))
 		until incus_answers; do

@@ -51,7 +51,10 @@ start_daemon() {
 	if server_answers; then
 		return 0
 	fi
-	if ! pgrep -x incusd >/dev/null; then
+	# The daemon itself, not its children: the `[lxc monitor]` and fork*
+	# helpers of running containers are called incusd too, and outlive a
+	# daemon that crashed.
+	if ! pgrep -f '^(/usr/libexec/incus/|/usr/s?bin/)?incusd( --|$)' >/dev/null; then
 		log "starting incusd (log: $LOG)"
 		setsid /usr/libexec/incus/incusd --group root >>"$LOG" 2>&1 </dev/null &
 	fi

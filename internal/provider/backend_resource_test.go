@@ -39,13 +39,13 @@ func backendCases() []backendCase {
 	}
 	return []backendCase{
 		{driver: driver.Docker, precheck: acctest.PreCheckDocker, endpoint: host, update: `advertise_host = "127.0.0.2"`,
-			updated: statecheck.ExpectKnownValue(backendAddr, tfjsonpath.New("handle").AtMapKey("docker").AtMapKey("advertise_host"),
+			updated: statecheck.ExpectKnownValue(backendAddr, tfjsonpath.New("handle").AtMapKey("settings").AtMapKey("advertise_host"),
 				knownvalue.StringExact("127.0.0.2"))},
 		{driver: driver.Local, precheck: acctest.PreCheckLocal, endpoint: acctest.LocalRoot(), update: `isolation = "none"`,
-			updated: statecheck.ExpectKnownValue(backendAddr, tfjsonpath.New("handle").AtMapKey("local").AtMapKey("isolation"),
+			updated: statecheck.ExpectKnownValue(backendAddr, tfjsonpath.New("handle").AtMapKey("settings").AtMapKey("isolation"),
 				knownvalue.StringExact(driver.IsolationNone))},
 		{driver: driver.Incus, precheck: acctest.PreCheckIncus, update: `advertise_host = "127.0.0.2"`,
-			updated: statecheck.ExpectKnownValue(backendAddr, tfjsonpath.New("handle").AtMapKey("incus").AtMapKey("advertise_host"),
+			updated: statecheck.ExpectKnownValue(backendAddr, tfjsonpath.New("handle").AtMapKey("settings").AtMapKey("advertise_host"),
 				knownvalue.StringExact("127.0.0.2"))},
 	}
 }
@@ -236,7 +236,7 @@ func TestAccBackend_isolationNoneWarns(t *testing.T) {
 			PlanOnly:           true,
 			ExpectNonEmptyPlan: true,
 			ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPreRefresh: []plancheck.PlanCheck{
-				plancheck.ExpectKnownValue(backendAddr, tfjsonpath.New("handle").AtMapKey("local").AtMapKey("isolation"), knownvalue.StringExact("none")),
+				plancheck.ExpectKnownValue(backendAddr, tfjsonpath.New("handle").AtMapKey("settings").AtMapKey("isolation"), knownvalue.StringExact("none")),
 			}},
 		}},
 	})

@@ -242,37 +242,49 @@ func ConfigFromHandle(ctx context.Context, h types.Object) (driver.Config, diag.
 		diags.AddError("Backend Handle Not Known", "Part of the backend handle is not known yet; pass `backend = sandbox_backend.NAME.handle`.")
 		return cfg, diags
 	}
-	cfg.Driver, cfg.Name = m.Driver.ValueString(), m.Name.ValueString()
-	fields, ok := handleFields[cfg.Driver]
-	if !ok {
-		// Callers that need a known driver report it with the attribute path.
-		return cfg, diags
-	}
-	block := map[string]any{}
+	settings := map[string]string{}
 	for key, v := range m.Settings.Elements() {
-		f, known := fieldByName(fields, key)
-		sv, isString := v.(types.String)
-		switch {
-		case !known:
-			diags.AddError("Invalid Backend Handle", fmt.Sprintf("The backend handle's settings have the key %q, which a %s backend "+
-				"does not have (it has %s). Pass `backend = sandbox_backend.NAME.handle` rather than writing a handle by hand.",
-				key, cfg.Driver, fieldNames(fields)))
-		case !isString || sv.IsUnknown():
+		sv, ok := v.(types.String)
+		if !ok || sv.IsUnknown() {
 			diags.AddError("Backend Handle Not Known", fmt.Sprintf("The backend handle's setting %q is not known yet.", key))
-		case f.isBool:
-			block[key] = sv.ValueString() == "true"
-		default:
-			block[key] = sv.ValueString()
+			return cfg, diags
 		}
+		settings[key] = sv.ValueString()
 	}
-	if diags.HasError() {
-		return cfg, diags
-	}
-	b, _ := json.Marshal(map[string]any{"driver": cfg.Driver, "name": cfg.Name, cfg.Driver: block})
-	if err := json.Unmarshal(b, &cfg); err != nil {
-		diags.AddError("Invalid Backend Handle", fmt.Sprintf("The backend handle could not be decoded: %s. Pass `backend = sandbox_backend.NAME.handle`.", err))
+	cfg, err := ConfigFromSettings(m.Driver.ValueString(), m.Name.ValueString(), settings)
+	if err != nil {
+		diags.AddError("Invalid Backend Handle", err.Error()+" Pass `backend = sandbox_backend.NAME.handle` rather than writing a handle by hand.")
 	}
 	return cfg, diags
+}
+
+// ConfigFromSettings builds the driver.Config a handle describes. A driver
+// this provider does not know gets only its driver and name (callers that
+// need a known driver report it with the attribute path).
+func ConfigFromSettings(drv, name string, settings map[string]string) (driver.Config, error) {
+	cfg := driver.Config{Driver: drv, Name: name}
+	fields, ok := handleFields[drv]
+	if !ok {
+		return cfg, nil
+	}
+	block := map[string]any{}
+	for key, v := range settings {
+		f, known := fieldByName(fields, key)
+		switch {
+		case !known:
+			return cfg, fmt.Errorf("The backend handle's settings have the key %q, which a %s backend does not have (it has %s).",
+				key, drv, fieldNames(fields))
+		case f.isBool:
+			block[key] = v == "true"
+		default:
+			block[key] = v
+		}
+	}
+	b, _ := json.Marshal(map[string]any{"driver": drv, "name": name, drv: block})
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		return cfg, fmt.Errorf("The backend handle could not be decoded: %w.", err)
+	}
+	return cfg, nil
 }
 
 func fieldByName(fields []handleField, name string) (handleField, bool) {

@@ -6,7 +6,6 @@ package provider_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"regexp"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/acctest"
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/provider"
 )
 
 const instanceAddr = "sandbox_instance.test"
@@ -105,31 +105,13 @@ func (e accEnv) checkDestroy() resource.TestCheckFunc {
 // engineConfig rebuilds the driver.Config of an instance from its state
 // (the flattened `backend` handle), as the provider does.
 func engineConfig(attrs map[string]string) (driver.Config, error) {
-	raw := map[string]any{}
+	settings := map[string]string{}
 	for k, v := range attrs {
-		rest, ok := strings.CutPrefix(k, "backend.")
-		if !ok || strings.HasSuffix(k, ".%") {
-			continue
-		}
-		var val any = v
-		if v == "true" || v == "false" {
-			val = v == "true"
-		}
-		if block, field, nested := strings.Cut(rest, "."); nested {
-			m, _ := raw[block].(map[string]any)
-			if m == nil {
-				m = map[string]any{}
-				raw[block] = m
-			}
-			m[field] = val
-		} else {
-			raw[rest] = val
+		if key, ok := strings.CutPrefix(k, "backend.settings."); ok && key != "%" {
+			settings[key] = v
 		}
 	}
-	var cfg driver.Config
-	b, _ := json.Marshal(raw)
-	err := json.Unmarshal(b, &cfg)
-	return cfg, err
+	return provider.ConfigFromSettings(attrs["backend.driver"], attrs["backend.name"], settings)
 }
 
 // withEngine opens the instance's backend driver and calls f with it and

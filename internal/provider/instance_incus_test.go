@@ -72,7 +72,7 @@ func incusInstance(s *terraform.State) (incusQueried, error) {
 	if !ok {
 		return out, fmt.Errorf("%s not in state", instanceAddr)
 	}
-	project := rs.Primary.Attributes["backend.incus.project"]
+	project := rs.Primary.Attributes["backend.settings.project"]
 	b, err := exec.Command("incus", "query", fmt.Sprintf("/1.0/instances/%s?project=%s", rs.Primary.ID, project)).Output()
 	if err != nil {
 		return out, fmt.Errorf("incus query instance %s in project %s: %w", rs.Primary.ID, project, err)

@@ -48,9 +48,9 @@ resource "sandbox_instance" "test" {
 			Config: cfg,
 			ConfigStateChecks: []statecheck.StateCheck{
 				expectStatus(driver.StatusRunning),
-				statecheck.ExpectKnownValue("sandbox_backend.test", tfjsonpath.New("handle").AtMapKey("incus").AtMapKey("port_strategy"), knownvalue.StringExact(driver.PortStrategyDynamic)),
+				statecheck.ExpectKnownValue("sandbox_backend.test", tfjsonpath.New("handle").AtMapKey("settings").AtMapKey("port_strategy"), knownvalue.StringExact(driver.PortStrategyDynamic)),
 				// The key known_hosts trusts is pinned in the handle at plan time.
-				statecheck.ExpectKnownValue("sandbox_backend.test", tfjsonpath.New("handle").AtMapKey("incus").AtMapKey("host_key_fingerprint"),
+				statecheck.ExpectKnownValue("sandbox_backend.test", tfjsonpath.New("handle").AtMapKey("settings").AtMapKey("host_key_fingerprint"),
 					knownvalue.StringExact(acctest.TestEnv(acctest.EnvSSHFingerprint))),
 				statecheck.ExpectKnownValue(instanceAddr, tfjsonpath.New("endpoints").AtMapKey("http"), knownvalue.StringRegexp(regexp.MustCompile(`^127\.0\.0\.1:\d+$`))),
 			},

@@ -104,7 +104,7 @@ func (e remoteEnv) checkDestroy() resource.TestCheckFunc {
 
 // handleField is the path of a docker field in a backend handle.
 func handleField(field string) tfjsonpath.Path {
-	return tfjsonpath.New("handle").AtMapKey("docker").AtMapKey(field)
+	return tfjsonpath.New("handle").AtMapKey("settings").AtMapKey(field)
 }
 
 // testAccRemoteStack: create everything over the remote transport, reach the

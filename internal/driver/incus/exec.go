@@ -87,7 +87,7 @@ func (d *Driver) run(ctx context.Context, c incus.InstanceServer, id string, spe
 		}
 		req.User, req.Group = uid, gid
 	}
-	out, err := streamExec(ctx, c, id, req, spec.Stdin)
+	out, err := d.streamExec(ctx, c, id, req, spec.Stdin)
 	if err != nil {
 		if code, ok := startFailure(err); ok {
 			// The command could not start: a result, as a shell reports it,

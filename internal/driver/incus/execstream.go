@@ -200,16 +200,15 @@ type execOutput struct {
 // have reached their barrier. The returned error wraps the operation's
 // error (the command could not start) or says which stream failed. When ctx
 // ends first, the command is killed.
-func streamExec(ctx context.Context, c incus.InstanceServer, id string, req api.InstanceExecPost, stdin []byte) (*execOutput, error) {
+func (d *Driver) streamExec(ctx context.Context, c incus.InstanceServer, id string, req api.InstanceExecPost, stdin []byte) (*execOutput, error) {
 	req.WaitForWS, req.Interactive, req.RecordOutput = true, false, false
-	op, _, err := c.RawOperation("POST", "/instances/"+url.PathEscape(id)+"/exec", req, "")
+	opAPI, err := d.startOperation(c, "POST", "/instances/"+url.PathEscape(id)+"/exec", req)
 	if err != nil {
 		return nil, err
 	}
-	opAPI := op.Get()
-	fds, err := execFDsOf(opAPI)
+	fds, err := execFDsOf(*opAPI)
 	if err != nil {
-		_ = op.Cancel()
+		_ = c.DeleteOperation(opAPI.ID)
 		return nil, err
 	}
 	s, err := connectExecWithin(ctx, c, opAPI.ID, fds, connectLimit)
@@ -217,7 +216,7 @@ func streamExec(ctx context.Context, c incus.InstanceServer, id string, req api.
 	if err != nil {
 		// The server gives up on its own when not every stream connects
 		// (5 s); report the connect failure unless the op says more.
-		if werr := op.WaitContext(ctx); werr != nil {
+		if _, werr := waitOperation(ctx, c, opAPI.ID); werr != nil {
 			return nil, fmt.Errorf("%w (%v)", werr, err)
 		}
 		return nil, err
@@ -251,7 +250,8 @@ func streamExec(ctx context.Context, c incus.InstanceServer, id string, req api.
 			return nil, ctx.Err()
 		}
 	}
-	if err := op.WaitContext(ctx); err != nil {
+	final, err := waitOperation(ctx, c, opAPI.ID)
+	if err != nil {
 		if ctx.Err() != nil {
 			s.signal(9)
 		}
@@ -260,15 +260,9 @@ func streamExec(ctx context.Context, c incus.InstanceServer, id string, req api.
 	if streamErr != nil {
 		return nil, streamErr
 	}
-	code, ok := exitStatus(op.Get())
-	if !ok { // the final state came without metadata: ask again
-		fresh, _, err := c.GetOperation(opAPI.ID)
-		if err != nil {
-			return nil, fmt.Errorf("read the exit status: %w", err)
-		}
-		if code, ok = exitStatus(*fresh); !ok {
-			return nil, fmt.Errorf("the exec operation ended without an exit status (metadata %v)", fresh.Metadata)
-		}
+	code, ok := exitStatus(*final)
+	if !ok {
+		return nil, fmt.Errorf("the exec operation ended without an exit status (metadata %v)", final.Metadata)
 	}
 	out.exitCode = code
 	return out, nil

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"strings"
 	"time"
 
@@ -40,13 +42,11 @@ func (d *Driver) CreateInstance(ctx context.Context, spec driver.InstanceSpec) (
 	if err != nil {
 		return driver.Instance{}, d.errf(err, "instance %q", spec.Name)
 	}
-	// Never start in the create call: starts go through d.start, which
-	// bounds how many run at once and retries a hook timeout (start.go).
-	req.Start = false
-	op, err := c.CreateInstance(req)
-	if err == nil {
-		err = op.WaitContext(ctx)
-	}
+	// A container with nothing to put into it before it starts is started by
+	// the create request itself: one operation instead of two. Either way a
+	// start holds a start slot (start.go).
+	req.Start = spec.Running && spec.Type != driver.TypeVM && !d.needsPrestart(spec, plan)
+	started, err := d.createInstance(ctx, c, req)
 	if err != nil {
 		err = d.errf(err, "create instance %q", spec.Name)
 		if !errors.Is(err, driver.ErrAlreadyExists) { // never delete someone else's
@@ -54,11 +54,46 @@ func (d *Driver) CreateInstance(ctx context.Context, spec driver.InstanceSpec) (
 		}
 		return driver.Instance{}, err
 	}
-	if err := d.finishCreate(ctx, c, spec, plan, req.Start); err != nil {
+	if err := d.finishCreate(ctx, c, spec, plan, started); err != nil {
 		d.cleanupInstance(c, spec.Name)
 		return driver.Instance{}, err
 	}
-	return d.InspectInstance(ctx, spec.Name)
+	// Without its state: a container that has just started has no address
+	// yet (the next refresh reads it), and the state is the expensive part
+	// of a GET on the server.
+	inst, _, err := c.GetInstance(spec.Name)
+	if err != nil {
+		return driver.Instance{}, d.errf(err, "instance %q", spec.Name)
+	}
+	return d.observe(&api.InstanceFull{Instance: *inst}), nil
+}
+
+// createInstance runs the create request, within a start slot when it
+// starts the instance too. It reports whether the instance was started: a
+// start that failed in LXC's hooks (a busy server) is left to finishCreate,
+// whose start retries it.
+func (d *Driver) createInstance(ctx context.Context, c incus.InstanceServer, req api.InstancesPost) (started bool, err error) {
+	if req.Start {
+		release, err := acquireStart(ctx)
+		if err != nil {
+			return false, err
+		}
+		defer release()
+	}
+	err = d.runOperation(ctx, c, "POST", "/instances", req)
+	if err != nil && req.Start && strings.Contains(err.Error(), "forkstart") {
+		if _, _, getErr := c.GetInstance(req.Name); getErr == nil {
+			return false, nil // created, not started
+		}
+	}
+	return req.Start && err == nil, err
+}
+
+// needsPrestart tells whether files or directories must be put into the
+// container before it starts (finishCreate).
+func (d *Driver) needsPrestart(spec driver.InstanceSpec, plan instancePlan) bool {
+	dirs, files := prestart(spec)
+	return d.uploadsAgent(spec) || len(dirs)+len(files)+len(mountTargets(plan)) > 0
 }
 
 // maxNameLen is Incus' limit on instance names (they are host names).
@@ -233,17 +268,21 @@ func (d *Driver) InspectInstance(ctx context.Context, id string) (driver.Instanc
 // errNotOurs makes an instance without our labels look absent.
 var errNotOurs = fmt.Errorf("exists but was not created by this backend: %w", driver.ErrNotFound)
 
-// ListInstances is one call: the project's instances with their state.
+// ListInstances reads the project's instances in one call, without their
+// state: the server gathers a state per instance (cgroups, processes, disk
+// and network counters), which made the list the slowest part of a refresh.
+// Addresses come from the DHCP leases of the managed networks the running
+// instances are on, one call per network (leaseAddresses).
 // Our labels are checked here rather than by a server-side filter, because
-// the server reports an instance whose state it cannot read at that moment
-// (starting, stopping) as a bare error entry without config, which a filter
-// would drop; such entries are read again one by one.
+// the server reports an instance it cannot render at that moment (starting,
+// stopping) as a bare error entry without config, which a filter would drop;
+// such entries are read again one by one.
 func (d *Driver) ListInstances(ctx context.Context) ([]driver.Instance, error) {
 	c, err := d.client(ctx)
 	if err != nil {
 		return nil, err
 	}
-	list, err := c.GetInstancesFull(api.InstanceTypeAny)
+	list, err := c.GetInstances(api.InstanceTypeAny)
 	if err != nil {
 		if api.StatusErrorCheck(err, 404) {
 			return nil, nil // the project is gone: nothing of ours is left
@@ -251,18 +290,66 @@ func (d *Driver) ListInstances(ctx context.Context) ([]driver.Instance, error) {
 		return nil, d.errf(err, "list instances")
 	}
 	out := make([]driver.Instance, 0, len(list))
+	var running []*api.Instance
 	for i := range list {
 		inst := &list[i]
 		if inst.StatusCode == api.Error && len(inst.Config) == 0 {
-			if inst, err = getInstanceFull(c, inst.Name); err != nil {
+			if inst, _, err = c.GetInstance(inst.Name); err != nil {
 				continue // deleted meanwhile
 			}
 		}
-		if d.ours(inst.Config) {
-			out = append(out, d.observe(inst))
+		if !d.ours(inst.Config) {
+			continue
+		}
+		out = append(out, d.observe(&api.InstanceFull{Instance: *inst}))
+		if out[len(out)-1].Status == driver.StatusRunning {
+			running = append(running, inst)
 		}
 	}
+	addrs := d.leaseAddresses(c, running)
+	for i := range out {
+		out[i].IPAddress = addrs[out[i].ID]
+	}
 	return out, nil
+}
+
+// leaseAddresses maps running instances to their IPv4 address on their NIC's
+// managed network, from that network's DHCP and static leases (matched by
+// the NIC's MAC address). Where the leases cannot be read, the instance's
+// state is read instead.
+func (d *Driver) leaseAddresses(c incus.InstanceServer, running []*api.Instance) map[string]string {
+	out := map[string]string{}
+	byNetwork := map[string][]*api.Instance{}
+	for _, inst := range running {
+		nic := inst.ExpandedDevices[devNIC]
+		if nic["type"] != "nic" {
+			continue // network = "none": no address
+		}
+		byNetwork[nic["network"]] = append(byNetwork[nic["network"]], inst)
+	}
+	for network, insts := range byNetwork {
+		var leases []api.NetworkLease
+		var err error
+		if network != "" {
+			leases, err = c.GetNetworkLeases(network)
+		}
+		byMAC := map[string]string{}
+		for _, l := range leases {
+			if ip := net.ParseIP(l.Address); ip != nil && ip.To4() != nil && (l.Type == "dynamic" || l.Type == "static") {
+				byMAC[strings.ToLower(l.Hwaddr)] = l.Address
+			}
+		}
+		for _, inst := range insts {
+			if network != "" && err == nil {
+				out[inst.Name] = byMAC[strings.ToLower(inst.Config["volatile."+devNIC+".hwaddr"])]
+				continue
+			}
+			if st, _, err := c.GetInstanceState(inst.Name); err == nil {
+				out[inst.Name] = ipv4(st)
+			}
+		}
+	}
+	return out
 }
 
 // getInstanceFull reads an instance with its state. Reading the state of an
@@ -412,10 +499,7 @@ func (d *Driver) StopInstance(ctx context.Context, id string, grace time.Duratio
 // setState runs a state change and waits for it; "already in that state" is
 // success.
 func (d *Driver) setState(ctx context.Context, c incus.InstanceServer, name string, st api.InstanceStatePut) error {
-	op, err := c.UpdateInstanceState(name, st, "")
-	if err == nil {
-		err = op.WaitContext(ctx)
-	}
+	err := d.runOperation(ctx, c, "PUT", "/instances/"+url.PathEscape(name)+"/state", st)
 	if err != nil && alreadyInState(err) {
 		return nil
 	}
@@ -489,10 +573,7 @@ func (d *Driver) forceDelete(ctx context.Context, c incus.InstanceServer, name s
 	var stopErr, err error
 	for attempt := 0; attempt < 2; attempt++ {
 		stopErr = d.setState(ctx, c, name, api.InstanceStatePut{Action: "stop", Force: true})
-		var op incus.Operation
-		if op, err = c.DeleteInstance(name); err == nil {
-			err = op.WaitContext(ctx)
-		}
+		err = d.runOperation(ctx, c, "DELETE", "/instances/"+url.PathEscape(name), nil)
 		if err == nil || !strings.Contains(err.Error(), "is running") {
 			break
 		}
