@@ -253,10 +253,13 @@ func ConfigFromHandle(ctx context.Context, h types.Object) (driver.Config, diag.
 	}
 	cfg, err := ConfigFromSettings(m.Driver.ValueString(), m.Name.ValueString(), settings)
 	if err != nil {
-		diags.AddError("Invalid Backend Handle", err.Error()+" Pass `backend = sandbox_backend.NAME.handle` rather than writing a handle by hand.")
+		diags.AddError(invalidHandleSummary, err.Error()+" Pass `backend = sandbox_backend.NAME.handle` rather than writing a handle by hand.")
 	}
 	return cfg, diags
 }
+
+// invalidHandleSummary is the summary of a handle that cannot be decoded.
+const invalidHandleSummary = "Invalid Backend Handle"
 
 // ConfigFromSettings builds the driver.Config a handle describes. A driver
 // this provider does not know gets only its driver and name (callers that

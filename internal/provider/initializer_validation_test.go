@@ -14,7 +14,7 @@ import (
 // An instance handle written out, so that only validation runs: no engine
 // is needed.
 const literalInstanceHandle = `{
-    backend = { driver = "docker", name = "v", docker = { host = "unix:///var/run/docker.sock" } }
+    backend = { driver = "docker", name = "v", settings = { host = "unix:///var/run/docker.sock" } }
     id      = "0123456789ab"
     name    = "v"
     type    = "container"

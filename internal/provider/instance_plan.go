@@ -75,7 +75,14 @@ func checkCapabilities(ctx context.Context, plan instanceModel, resp *resource.M
 	}
 	cfg, diags := ConfigFromHandle(ctx, plan.Backend)
 	if diags.HasError() {
-		return // an unknown field: checked once known
+		// A handle written by hand with a key its driver lacks; one with
+		// values not known yet is checked once they are.
+		for _, d := range diags.Errors() {
+			if d.Summary() == invalidHandleSummary {
+				resp.Diagnostics.AddAttributeError(path.Root("backend"), d.Summary(), d.Detail())
+			}
+		}
+		return
 	}
 	spec, _ := plan.toSpec(ctx) // values that do not convert are reported by validators
 	for _, p := range driver.CheckInstance(cfg, spec) {

@@ -13,9 +13,9 @@ import (
 
 // Handles written out, so that only planning runs: no engine is needed.
 const (
-	dockerHandle   = `{ driver = "docker", name = "v", docker = { host = "unix:///var/run/docker.sock", port_strategy = "dynamic" } }`
-	internalHandle = `{ driver = "docker", name = "v", docker = { host = "unix:///var/run/docker.sock", internal = true } }`
-	localHandle    = `{ driver = "local", name = "v", local = { root = "/tmp/v", isolation = "bwrap" } }`
+	dockerHandle   = `{ driver = "docker", name = "v", settings = { host = "unix:///var/run/docker.sock", port_strategy = "dynamic" } }`
+	internalHandle = `{ driver = "docker", name = "v", settings = { host = "unix:///var/run/docker.sock", internal = "true" } }`
+	localHandle    = `{ driver = "local", name = "v", settings = { root = "/tmp/v", isolation = "bwrap" } }`
 )
 
 type badInput struct {
@@ -54,6 +54,8 @@ func badInputs() []badInput {
 		{"ports without network", d, `network = "none"
   ports = [{ name = "a", port = 80 }]`, `Ports Cannot Be Published(?s).*ports`},
 		{"ports on internal docker", internalHandle, `ports = [{ name = "a", port = 80 }]`, `Ports Cannot Be Published(?s).*ports.*internal`},
+		{"handle key of another driver", `{ driver = "docker", name = "v", settings = { project = "p" } }`, `name = "x"`,
+			`Invalid Backend Handle(?s).*backend(?s).*"project"`},
 		{"ports on local isolated", localHandle, `ports = [{ name = "a", port = 80 }]`, `Ports Cannot Be Published(?s).*ports.*bridge`},
 		{"file path", d, `files = [{ path = "etc/x", content = "x" }]`, `files\[0\]\.path`},
 		{"file mode", d, `files = [{ path = "/x", content = "x", mode = "rw-r--r--" }]`, `files\[0\]\.mode`},

@@ -5,10 +5,11 @@ package provider
 // A re-plan of a fleet spends most of the provider's CPU in the framework's
 // PlanResourceChange, which walks every attribute of every instance several
 // times (defaults, plan modifiers, conversions) even when nothing changed.
-// For a sandbox_instance whose proposed state is exactly its refreshed state
-// and whose sandbox runs as `running` asks, every one of those steps leaves
-// the state as it is and ModifyPlan has nothing to start, stop or report, so
-// the server answers with the prior state itself. Everything else (creates,
+// For a sandbox_instance whose proposed state is exactly its refreshed state,
+// whose sandbox runs as `running` asks and that has no file copied from a
+// local `source` (whose content is hashed at plan time), every one of those
+// steps leaves the state as it is and ModifyPlan has nothing to start, stop
+// or report, so the server answers with the prior state itself. Everything else (creates,
 // changes, a sandbox stopped outside Terraform, an expired one) goes through
 // the framework.
 
@@ -67,6 +68,9 @@ func (s *server) instanceUnchanged(req *tfprotov6.PlanResourceChangeRequest) boo
 	if v.As(&attrs) != nil {
 		return false
 	}
+	if hasFileSource(attrs["files"]) {
+		return false // the file's content is hashed at plan time (sourceHashModifier)
+	}
 	var running *bool
 	var status *string
 	if attrs["running"].As(&running) != nil || attrs["status"].As(&status) != nil || status == nil {
@@ -77,4 +81,19 @@ func (s *server) instanceUnchanged(req *tfprotov6.PlanResourceChangeRequest) boo
 		return *status == driver.StatusRunning
 	}
 	return *status != driver.StatusRunning
+}
+
+// hasFileSource reports whether a `files` value has an entry with `source`.
+func hasFileSource(files tftypes.Value) bool {
+	var list []tftypes.Value
+	if files.IsNull() || !files.IsKnown() || files.As(&list) != nil {
+		return !files.IsNull()
+	}
+	for _, f := range list {
+		var attrs map[string]tftypes.Value
+		if f.As(&attrs) != nil || !attrs["source"].IsNull() {
+			return true
+		}
+	}
+	return false
 }

@@ -108,11 +108,25 @@ func TestFastPlanOnlyForUnchangedInstances(t *testing.T) {
 	for k, v := range running {
 		changed[k] = v
 	}
+	fileType := s.instanceType.(tftypes.Object).AttributeTypes["files"].(tftypes.List).ElementType.(tftypes.Object)
+	file := map[string]tftypes.Value{}
+	for name, at := range fileType.AttributeTypes {
+		file[name] = tftypes.NewValue(at, nil)
+	}
+	file["path"] = tftypes.NewValue(tftypes.String, "/x")
+	file["source"] = tftypes.NewValue(tftypes.String, "/tmp/x")
+	sourced := map[string]tftypes.Value{"files": tftypes.NewValue(tftypes.List{ElementType: fileType},
+		[]tftypes.Value{tftypes.NewValue(fileType, file)})}
+	for k, v := range running {
+		sourced[k] = v
+	}
+	withSource := instanceState(t, s.instanceType, sourced)
 	for name, req := range map[string]*tfprotov6.PlanResourceChangeRequest{
 		"create":       {TypeName: instanceTypeName, ProposedNewState: prior},
 		"destroy":      {TypeName: instanceTypeName, PriorState: prior},
 		"change":       {TypeName: instanceTypeName, PriorState: prior, ProposedNewState: instanceState(t, s.instanceType, changed)},
 		"another type": {TypeName: "sandbox_volume", PriorState: prior, ProposedNewState: prior},
+		"file source":  {TypeName: instanceTypeName, PriorState: withSource, ProposedNewState: withSource},
 		"unchanged":    {TypeName: instanceTypeName, PriorState: prior, ProposedNewState: prior},
 	} {
 		before := inner.planned

@@ -297,22 +297,30 @@ func (d *Driver) DeleteImage(ctx context.Context, name, id string) error {
 	if err != nil {
 		return err
 	}
-	ref := name
-	if ref == "" {
-		ref = id
-	}
-	if name != "" && id != "" {
-		if ii, err := cli.ImageInspect(ctx, name); err == nil && ii.ID != id {
-			_, err = cli.ImageRemove(ctx, id, image.RemoveOptions{PruneChildren: true})
-			if err != nil && !d.errIsNotFound(err) && !isConflict(err) {
-				return d.wrap(err, "delete image %s", id)
-			}
-			return nil
+	if id == "" || name != "" && tagPointsAt(ctx, cli, name, id) {
+		ref := name
+		if ref == "" {
+			ref = id
 		}
+		_, err = cli.ImageRemove(ctx, ref, image.RemoveOptions{PruneChildren: true})
+		if err != nil && !d.errIsNotFound(err) {
+			return d.wrap(err, "delete image %q", ref)
+		}
+		return nil
 	}
-	_, err = cli.ImageRemove(ctx, ref, image.RemoveOptions{PruneChildren: true})
-	if err != nil && !d.errIsNotFound(err) {
-		return d.wrap(err, "delete image %q", ref)
+	// The tag moved to another image (another backend built the same tag on
+	// this engine) or is gone already (that image's destroy removed it):
+	// this image goes by its ID. A conflict means something else still
+	// holds it (another tag, a container), which is not ours to remove.
+	_, err = cli.ImageRemove(ctx, id, image.RemoveOptions{PruneChildren: true})
+	if err != nil && !d.errIsNotFound(err) && !isConflict(err) {
+		return d.wrap(err, "delete image %s", id)
 	}
 	return nil
+}
+
+// tagPointsAt reports whether tag names the image id on the engine.
+func tagPointsAt(ctx context.Context, cli *client.Client, tag, id string) bool {
+	ii, err := cli.ImageInspect(ctx, tag)
+	return err == nil && ii.ID == id
 }

@@ -200,3 +200,29 @@ func TestDeleteImageAfterTagMoved(t *testing.T) {
 		t.Fatalf("old image: %v, want not found", err)
 	}
 }
+
+// The other order: the image holding the tag goes first and takes the tag
+// with it; the older image is still removed, by its ID.
+func TestDeleteImageAfterTagGone(t *testing.T) {
+	d := openBackend(t, driver.DockerConfig{})
+	name := imageName(t, "gone")
+	build := func(v string) driver.Image {
+		dir := t.TempDir()
+		writeFiles(t, dir, map[string]string{"Dockerfile": "FROM " + fixture.tag + "\nRUN echo " + v + " > /v\n"})
+		img, err := d.EnsureImage(ctxT(t), driver.ImageSpec{Name: name, Build: &driver.BuildSource{ContextDir: dir}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return img
+	}
+	first := build("1")
+	second := build("2")
+	for _, img := range []driver.Image{second, first} {
+		if err := d.DeleteImage(ctxT(t), name, img.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.InspectImage(ctxT(t), img.ID); !driver.IsNotFound(err) {
+			t.Fatalf("image %s after its delete: %v, want not found", img.ID, err)
+		}
+	}
+}
