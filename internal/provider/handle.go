@@ -253,7 +253,8 @@ func ConfigFromHandle(ctx context.Context, h types.Object) (driver.Config, diag.
 	}
 	cfg, err := ConfigFromSettings(m.Driver.ValueString(), m.Name.ValueString(), settings)
 	if err != nil {
-		diags.AddError(invalidHandleSummary, err.Error()+" Pass `backend = sandbox_backend.NAME.handle` rather than writing a handle by hand.")
+		diags.AddError(invalidHandleSummary, "The backend handle is not valid: "+err.Error()+
+			". Pass `backend = sandbox_backend.NAME.handle` rather than writing a handle by hand.")
 	}
 	return cfg, diags
 }
@@ -275,7 +276,7 @@ func ConfigFromSettings(drv, name string, settings map[string]string) (driver.Co
 		f, known := fieldByName(fields, key)
 		switch {
 		case !known:
-			return cfg, fmt.Errorf("The backend handle's settings have the key %q, which a %s backend does not have (it has %s).",
+			return cfg, fmt.Errorf("its settings have the key %q, which a %s backend does not have (it has %s)",
 				key, drv, fieldNames(fields))
 		case f.isBool:
 			block[key] = v == "true"
@@ -285,7 +286,7 @@ func ConfigFromSettings(drv, name string, settings map[string]string) (driver.Co
 	}
 	b, _ := json.Marshal(map[string]any{"driver": drv, "name": name, drv: block})
 	if err := json.Unmarshal(b, &cfg); err != nil {
-		return cfg, fmt.Errorf("The backend handle could not be decoded: %w.", err)
+		return cfg, fmt.Errorf("it could not be decoded: %w", err)
 	}
 	return cfg, nil
 }
