@@ -188,7 +188,7 @@ start_incusd() {
 		# containers, which are called incusd too and outlive a crashed daemon.
 		if ! pgrep -f '^(/usr/libexec/incus/|/usr/s?bin/)?incusd( --|$)' >/dev/null; then
 			log "starting incusd (log: /var/log/incusd.log)"
-			setsid /usr/libexec/incus/incusd --group root >>/var/log/incusd.log 2>&1 </dev/null &
+			GOTRACEBACK=all setsid /usr/libexec/incus/incusd --group root >>/var/log/incusd.log 2>&1 </dev/null &
 		fi
 		local deadline=$((SECONDS + SETUP_TIMEOUT))
 		until incus_answers; do

@@ -56,7 +56,7 @@ start_daemon() {
 	# daemon that crashed.
 	if ! pgrep -f '^(/usr/libexec/incus/|/usr/s?bin/)?incusd( --|$)' >/dev/null; then
 		log "starting incusd (log: $LOG)"
-		setsid /usr/libexec/incus/incusd --group root >>"$LOG" 2>&1 </dev/null &
+		GOTRACEBACK=all setsid /usr/libexec/incus/incusd --group root >>"$LOG" 2>&1 </dev/null &
 	fi
 	incus admin waitready --timeout=120
 }

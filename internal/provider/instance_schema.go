@@ -335,7 +335,7 @@ func instanceComputedAttributes() map[string]schema.Attribute {
 		},
 		"status": schema.StringAttribute{Computed: true,
 			Description: "Observed state: `running`, `stopped`, `expired` (its `lifetime` ran out), `created` or `unknown`."},
-		"ip_address": schema.StringAttribute{Computed: true, Description: "Address of the sandbox on its network, if any."},
+		"ip_address": schema.StringAttribute{Computed: true, Description: "IPv4 address of the running sandbox on its network, if any (on Incus, from the DHCP or static lease of its NIC on the managed network)."},
 		"exit_code": schema.Int64Attribute{Computed: true,
 			Description: "The exit status of the sandbox's command when it ended by itself (`status = \"stopped\"`); null while it runs, " +
 				"when it was stopped (by Terraform or outside it: SIGTERM/SIGKILL), or when the engine does not report it (incus)."},
