@@ -176,17 +176,8 @@ func writeRootfs(t *testing.T, path string) {
 func TestDeleteImageAfterTagMoved(t *testing.T) {
 	d := openBackend(t, driver.DockerConfig{})
 	name := imageName(t, "moved")
-	build := func(v string) driver.Image {
-		dir := t.TempDir()
-		writeFiles(t, dir, map[string]string{"Dockerfile": "FROM " + fixture.tag + "\nRUN echo " + v + " > /v\n"})
-		img, err := d.EnsureImage(ctxT(t), driver.ImageSpec{Name: name, Build: &driver.BuildSource{ContextDir: dir}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return img
-	}
-	first := build("1")
-	second := build("2")
+	first := buildVersion(t, d, name, "1")
+	second := buildVersion(t, d, name, "2")
 	if first.ID == second.ID {
 		t.Fatal("builds gave the same image")
 	}
@@ -206,17 +197,8 @@ func TestDeleteImageAfterTagMoved(t *testing.T) {
 func TestDeleteImageAfterTagGone(t *testing.T) {
 	d := openBackend(t, driver.DockerConfig{})
 	name := imageName(t, "gone")
-	build := func(v string) driver.Image {
-		dir := t.TempDir()
-		writeFiles(t, dir, map[string]string{"Dockerfile": "FROM " + fixture.tag + "\nRUN echo " + v + " > /v\n"})
-		img, err := d.EnsureImage(ctxT(t), driver.ImageSpec{Name: name, Build: &driver.BuildSource{ContextDir: dir}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return img
-	}
-	first := build("1")
-	second := build("2")
+	first := buildVersion(t, d, name, "1")
+	second := buildVersion(t, d, name, "2")
 	for _, img := range []driver.Image{second, first} {
 		if err := d.DeleteImage(ctxT(t), name, img.ID); err != nil {
 			t.Fatal(err)
@@ -225,4 +207,17 @@ func TestDeleteImageAfterTagGone(t *testing.T) {
 			t.Fatalf("image %s after its delete: %v, want not found", img.ID, err)
 		}
 	}
+}
+
+// buildVersion builds tag name from a Dockerfile that writes v, so each
+// version is a different image.
+func buildVersion(t *testing.T, d driver.Driver, name, v string) driver.Image {
+	t.Helper()
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"Dockerfile": "FROM " + fixture.tag + "\nRUN echo " + v + " > /v\n"})
+	img, err := d.EnsureImage(ctxT(t), driver.ImageSpec{Name: name, Build: &driver.BuildSource{ContextDir: dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
 }

@@ -137,11 +137,7 @@ func (d *Driver) ensureWorkdir(c incus.InstanceServer, id, dir string) error {
 // CopyFiles writes files into the instance (running or stopped container),
 // creating parent directories.
 func (d *Driver) CopyFiles(ctx context.Context, id string, files []driver.File) error {
-	id, err := d.nameOf(id)
-	if err != nil {
-		return err
-	}
-	c, err := d.client(ctx)
+	c, id, err := d.instanceClient(ctx, id)
 	if err != nil {
 		return err
 	}

@@ -113,6 +113,17 @@ func engineName(backend, name string) string {
 	return strings.TrimRight(s[:maxNameLen-9], "-") + "-" + hex.EncodeToString(sum[:4])
 }
 
+// instanceClient resolves an instance ID to its engine name and returns the
+// backend's client with it.
+func (d *Driver) instanceClient(ctx context.Context, id string) (incus.InstanceServer, string, error) {
+	name, err := d.nameOf(id)
+	if err != nil {
+		return nil, "", err
+	}
+	c, err := d.client(ctx)
+	return c, name, err
+}
+
 // nameOf maps an ID to the engine name; a bare instance name (as in an
 // import ID) is accepted too.
 func (d *Driver) nameOf(id string) (string, error) {
@@ -247,11 +258,7 @@ func (d *Driver) cleanupInstance(c incus.InstanceServer, name string) {
 
 // InspectInstance returns one instance with its state.
 func (d *Driver) InspectInstance(ctx context.Context, id string) (driver.Instance, error) {
-	id, err := d.nameOf(id)
-	if err != nil {
-		return driver.Instance{}, err
-	}
-	c, err := d.client(ctx)
+	c, id, err := d.instanceClient(ctx, id)
 	if err != nil {
 		return driver.Instance{}, err
 	}
@@ -448,11 +455,7 @@ func globalAddr(n api.InstanceStateNetwork) string {
 // StartInstance starts a stopped instance and re-launches its lifetime
 // watcher (system containers).
 func (d *Driver) StartInstance(ctx context.Context, id string) error {
-	id, err := d.nameOf(id)
-	if err != nil {
-		return err
-	}
-	c, err := d.client(ctx)
+	c, id, err := d.instanceClient(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -479,11 +482,7 @@ func (d *Driver) StartInstance(ctx context.Context, id string) error {
 
 // StopInstance stops gracefully within grace, then forcibly.
 func (d *Driver) StopInstance(ctx context.Context, id string, grace time.Duration) error {
-	id, err := d.nameOf(id)
-	if err != nil {
-		return err
-	}
-	c, err := d.client(ctx)
+	c, id, err := d.instanceClient(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -514,11 +513,7 @@ func alreadyInState(err error) bool {
 
 // UpdateInstance replaces the limit keys in place (live on running containers).
 func (d *Driver) UpdateInstance(ctx context.Context, id string, limits driver.Limits) error {
-	id, err := d.nameOf(id)
-	if err != nil {
-		return err
-	}
-	c, err := d.client(ctx)
+	c, id, err := d.instanceClient(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -551,11 +546,7 @@ func (d *Driver) UpdateInstance(ctx context.Context, id string, limits driver.Li
 // DeleteInstance force-stops and deletes the instance; a missing one is no
 // error.
 func (d *Driver) DeleteInstance(ctx context.Context, id string) error {
-	id, err := d.nameOf(id)
-	if err != nil {
-		return err
-	}
-	c, err := d.client(ctx)
+	c, id, err := d.instanceClient(ctx, id)
 	if err != nil {
 		return err
 	}
