@@ -89,6 +89,39 @@ func TestSystemContainerLimitsInConfig(t *testing.T) {
 	if !strings.HasPrefix(in.IPAddress, "10.") {
 		t.Errorf("no address on the backend network: %q", in.IPAddress)
 	}
+	// The list (what a refresh reads) has no instance state: its address
+	// comes from the network's DHCP leases and must be the same.
+	listed := ""
+	for listed != in.IPAddress && time.Now().Before(deadline.Add(10*time.Second)) {
+		list, err := d.ListInstances(testCtx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range list {
+			if l.ID == in.ID {
+				listed = l.IPAddress
+			}
+		}
+		if listed != in.IPAddress {
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	if listed != in.IPAddress {
+		t.Errorf("ListInstances address %q, InspectInstance %q", listed, in.IPAddress)
+	}
+	// Stopped, it has none, although its lease outlives it.
+	if err := d.StopInstance(testCtx(t), in.ID, 0); err != nil {
+		t.Fatal(err)
+	}
+	list, err := d.ListInstances(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range list {
+		if l.ID == in.ID && (l.Status != driver.StatusStopped || l.IPAddress != "") {
+			t.Errorf("stopped instance listed as %s with address %q", l.Status, l.IPAddress)
+		}
+	}
 }
 
 func rawInstance(t *testing.T, d driver.Driver, id string) incusInstance {
