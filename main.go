@@ -37,8 +37,8 @@ func main() {
 		os.Exit(agent.Main(os.Args))
 	}
 
-	var debug, showVersion bool
-	flag.BoolVar(&debug, "debug", false, "run the provider with support for debuggers like delve")
+	var debugMode, showVersion bool
+	flag.BoolVar(&debugMode, "debug", false, "run the provider with support for debuggers like delve")
 	flag.BoolVar(&showVersion, "version", false, "print the version and exit")
 	flag.Parse()
 
@@ -46,14 +46,14 @@ func main() {
 		fmt.Printf("terraform-provider-sandbox %s (commit %s)\n", version, commit)
 		return
 	}
-	if !debug {
+	if !debugMode {
 		quietSDKLogs()
 	}
 	relaxGC()
 	defer startCPUProfile()()
 
 	var opts []tf6server.ServeOpt
-	if debug {
+	if debugMode {
 		opts = append(opts, tf6server.WithManagedDebug())
 	}
 	server, err := provider.NewServer(version)()
