@@ -202,7 +202,7 @@ type execOutput struct {
 // ends first, the command is killed.
 func (d *Driver) streamExec(ctx context.Context, c incus.InstanceServer, id string, req api.InstanceExecPost, stdin []byte) (*execOutput, error) {
 	req.WaitForWS, req.Interactive, req.RecordOutput = true, false, false
-	opAPI, err := d.startOperation(c, "POST", "/instances/"+url.PathEscape(id)+"/exec", req)
+	opAPI, err := d.startOperation(ctx, c, "POST", "/instances/"+url.PathEscape(id)+"/exec", req)
 	if err != nil {
 		return nil, err
 	}
@@ -216,7 +216,7 @@ func (d *Driver) streamExec(ctx context.Context, c incus.InstanceServer, id stri
 	if err != nil {
 		// The server gives up on its own when not every stream connects
 		// (5 s); report the connect failure unless the op says more.
-		if _, werr := waitOperation(ctx, c, opAPI.ID); werr != nil {
+		if _, werr := d.waitOperation(ctx, c, opAPI.ID); werr != nil {
 			return nil, fmt.Errorf("%w (%v)", werr, err)
 		}
 		return nil, err
@@ -250,7 +250,7 @@ func (d *Driver) streamExec(ctx context.Context, c incus.InstanceServer, id stri
 			return nil, ctx.Err()
 		}
 	}
-	final, err := waitOperation(ctx, c, opAPI.ID)
+	final, err := d.waitOperation(ctx, c, opAPI.ID)
 	if err != nil {
 		if ctx.Err() != nil {
 			s.signal(9)

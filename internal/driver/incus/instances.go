@@ -289,7 +289,11 @@ func (d *Driver) ListInstances(ctx context.Context) ([]driver.Instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	list, err := c.GetInstances(api.InstanceTypeAny)
+	var list []api.Instance
+	err = d.answered(ctx, "list instances", answerWithin, func() (err error) {
+		list, err = c.GetInstances(api.InstanceTypeAny)
+		return err
+	})
 	if err != nil {
 		if api.StatusErrorCheck(err, 404) {
 			return nil, nil // the project is gone: nothing of ours is left
