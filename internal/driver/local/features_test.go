@@ -264,6 +264,28 @@ func TestPidsExhaustedAtStart(t *testing.T) {
 	}
 }
 
+// TestQuickExitIsNotAFailedStart: a command that ends at once (init gets
+// ready, runs it and is gone between two looks of the start check) is a
+// run that ended by itself, not a failed start. Repeated, since it is a
+// race the check must always win.
+func TestQuickExitIsNotAFailedStart(t *testing.T) {
+	for _, iso := range []string{driver.IsolationBwrap, driver.IsolationNone} {
+		d := openTest(t, iso)
+		for i := range 20 {
+			spec := testSpec(fmt.Sprintf("quick-%d", i))
+			spec.Command = []string{"true"}
+			if iso == driver.IsolationNone {
+				spec.Image = "host"
+			}
+			mustCreate(t, d, spec)
+			waitFor(t, 5*time.Second, "the exit status", func() bool {
+				in, err := d.InspectInstance(context.Background(), spec.Name)
+				return err == nil && in.Status == driver.StatusStopped && in.ExitCode != nil && *in.ExitCode == 0
+			})
+		}
+	}
+}
+
 // TestFailedStartCleansUp: a start that fails (a file cannot be written)
 // leaves no directory, process or cgroup behind.
 func TestFailedStartCleansUp(t *testing.T) {

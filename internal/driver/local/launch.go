@@ -1,6 +1,7 @@
 package local
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -129,7 +130,7 @@ func (d *Driver) launchNone(ctx context.Context, st *instanceState, agentPath st
 	if err := st.track(cmd.Process.Pid); err != nil {
 		return err
 	}
-	if err := waitAgentReady(ctx, st); err != nil {
+	if err := waitAgentReady(ctx, st, dir); err != nil {
 		st.kill()
 		return fmt.Errorf("%w%s", err, logTail(filepath.Join(dir, logFile)))
 	}
@@ -208,7 +209,7 @@ func (d *Driver) launchBwrap(ctx context.Context, st *instanceState, agentPath s
 	if _, err := blockW.Write([]byte{1}); err != nil {
 		return fmt.Errorf("release the sandbox: %w", err)
 	}
-	if err := waitAgentReady(ctx, st); err != nil {
+	if err := waitAgentReady(ctx, st, dir); err != nil {
 		st.kill()
 		return fmt.Errorf("%w%s", err, logTail(filepath.Join(dir, logFile)))
 	}
@@ -224,13 +225,16 @@ const agentReadyTimeout = 30 * time.Second
 // nor an exec can use up the pids limit while init still grows (the Go
 // runtime aborts when it cannot make a thread). With bwrap the tracked pid
 // is init; without isolation init is the wrapper's child, in its session.
-func waitAgentReady(ctx context.Context, st *instanceState) error {
+func waitAgentReady(ctx context.Context, st *instanceState, dir string) error {
 	deadline := time.Now().Add(agentReadyTimeout)
 	for wait := 500 * time.Microsecond; ; wait = min(2*wait, 10*time.Millisecond) {
 		if agentReady(st) {
 			return nil
 		}
 		if !st.alive() {
+			if endedByItself(dir) {
+				return nil // ready, ran the command and ended between two looks
+			}
 			return fmt.Errorf("the sandbox's init (%s) exited while starting%s", agent.PathInInstance, pidsHint(st.Spec))
 		}
 		if ctx.Err() != nil || time.Now().After(deadline) {
@@ -238,6 +242,24 @@ func waitAgentReady(ctx context.Context, st *instanceState) error {
 		}
 		time.Sleep(wait)
 	}
+}
+
+// endedByItself tells, once init is gone, whether it got as far as running
+// the command, which then ended at once (`true`, a short script): a
+// legitimate run, as on Docker. The command was checked before the release,
+// so such an exit is not a failed start, unless init itself crashed (the Go
+// runtime gets no thread under a tight pids limit and says so in the log).
+func endedByItself(dir string) bool {
+	code, ok := lastExit(dir)
+	for deadline := time.Now().Add(300 * time.Millisecond); !ok && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+		code, ok = lastExit(dir)
+	}
+	if !ok || !driver.ExitedByItself(code) || code == agent.ExitNotStarted || code == 126 {
+		return false
+	}
+	log, _ := os.ReadFile(filepath.Join(dir, logFile))
+	return !bytes.Contains(log, []byte("runtime: failed to create new OS thread")) && !bytes.Contains(log, []byte("fatal error: newosproc"))
 }
 
 func agentReady(st *instanceState) bool {
