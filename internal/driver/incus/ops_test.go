@@ -32,7 +32,7 @@ func TestAnsweredGivesUpOnAHungServer(t *testing.T) {
 		t.Errorf("cancelled: %v", err)
 	}
 	want := errors.New("server said no")
-	if err := d.answered(context.Background(), "x", time.Hour, func() error { return want }); err != want {
+	if err := d.answered(context.Background(), "x", time.Hour, func() error { return want }); !errors.Is(err, want) {
 		t.Errorf("answer: %v", err)
 	}
 }
