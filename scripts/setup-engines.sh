@@ -180,41 +180,7 @@ check_bwrap() {
 }
 
 # --- incusd --------------------------------------------------------------------
-incus_answers() { timeout 5 incus query /1.0 >/dev/null 2>&1; }
-
-start_incusd() {
-	if ! incus_answers; then
-		# The daemon, not the `[lxc monitor]` and fork* helpers of running
-		# containers, which are called incusd too and outlive a crashed daemon.
-		if ! pgrep -f '^(/usr/libexec/incus/|/usr/s?bin/)?incusd( --|$)' >/dev/null; then
-			log "starting incusd (log: /var/log/incusd.log)"
-			GOTRACEBACK=all setsid /usr/libexec/incus/incusd --group root >>/var/log/incusd.log 2>&1 </dev/null &
-		fi
-		local deadline=$((SECONDS + SETUP_TIMEOUT))
-		until incus_answers; do
-			if [ $SECONDS -ge $deadline ]; then
-				tail -n 20 /var/log/incusd.log >&2 || true
-				die "incusd did not answer within ${SETUP_TIMEOUT}s (see /var/log/incusd.log)"
-			fi
-			sleep 0.3
-		done
-	fi
-	incus storage show default >/dev/null 2>&1 || incus storage create default dir >/dev/null
-	incus network show incusbr0 >/dev/null 2>&1 ||
-		incus network create incusbr0 ipv4.address=10.123.45.1/24 ipv4.nat=true ipv6.address=none >/dev/null
-	local devices
-	devices=$(incus profile device list default 2>/dev/null || true)
-	grep -qx root <<<"$devices" || incus profile device add default root disk path=/ pool=default >/dev/null
-	grep -qx eth0 <<<"$devices" || incus profile device add default eth0 nic network=incusbr0 name=eth0 >/dev/null
-}
-
-setup_incus() {
-	if [ -f "$SCRIPTS_DIR/setup-incus.sh" ]; then
-		bash "$SCRIPTS_DIR/setup-incus.sh"
-	else
-		start_incusd
-	fi
-}
+setup_incus() { bash "$SCRIPTS_DIR/setup-incus.sh"; }
 
 # run_owned NAME: scripts/NAME is written by the engineer who owns that
 # engine; call it when it is there.

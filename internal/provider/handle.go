@@ -12,7 +12,6 @@ package provider
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -174,12 +173,8 @@ const handleSettingsDoc = "The resolved settings of the backend's driver block t
 
 // HandleFromConfig renders a resolved driver.Config as a handle object.
 func HandleFromConfig(cfg driver.Config) (types.Object, diag.Diagnostics) {
-	var diags diag.Diagnostics
 	settings := map[string]attr.Value{}
-	raw, err := driverBlockRaw(cfg)
-	if err != nil {
-		diags.AddError("Invalid Backend Settings", err.Error())
-	}
+	raw := blockRaw(cfg)
 	for _, f := range handleFields[cfg.Driver] {
 		switch v := raw[f.name].(type) {
 		case bool:
@@ -192,32 +187,11 @@ func HandleFromConfig(cfg driver.Config) (types.Object, diag.Diagnostics) {
 			}
 		}
 	}
-	obj, d := types.ObjectValue(handleAttrTypes(), map[string]attr.Value{
+	return types.ObjectValue(handleAttrTypes(), map[string]attr.Value{
 		"driver":   types.StringValue(cfg.Driver),
 		"name":     types.StringValue(cfg.Name),
 		"settings": types.MapValueMust(types.StringType, settings),
 	})
-	diags.Append(d...)
-	return obj, diags
-}
-
-// driverBlockRaw is the driver block of cfg (by its JSON names, which are the
-// handle field names) as plain values; nil when the block is unset.
-func driverBlockRaw(cfg driver.Config) (map[string]any, error) {
-	blocks := map[string]any{driver.Docker: cfg.Docker, driver.Incus: cfg.Incus, driver.Kubernetes: cfg.Kubernetes, driver.Local: cfg.Local}
-	block, ok := blocks[cfg.Driver]
-	if !ok {
-		return nil, nil
-	}
-	b, err := json.Marshal(block)
-	if err != nil {
-		return nil, fmt.Errorf("encode the %s settings of backend %q: %w", cfg.Driver, cfg.Name, err)
-	}
-	var raw map[string]any
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return nil, fmt.Errorf("decode the %s settings of backend %q: %w", cfg.Driver, cfg.Name, err)
-	}
-	return raw, nil
 }
 
 // ConfigFromHandle turns a handle object back into a driver.Config. It
@@ -284,8 +258,7 @@ func ConfigFromSettings(drv, name string, settings map[string]string) (driver.Co
 			block[key] = v
 		}
 	}
-	b, _ := json.Marshal(map[string]any{"driver": drv, "name": name, drv: block})
-	if err := json.Unmarshal(b, &cfg); err != nil {
+	if err := jsonRoundTrip(map[string]any{"driver": drv, "name": name, drv: block}, &cfg); err != nil {
 		return cfg, fmt.Errorf("it could not be decoded: %w", err)
 	}
 	return cfg, nil

@@ -81,7 +81,7 @@ func (d *Driver) createInstance(ctx context.Context, c incus.InstanceServer, req
 		defer release()
 	}
 	err = d.runOperation(ctx, c, "POST", "/instances", req)
-	if err != nil && req.Start && strings.Contains(err.Error(), "forkstart") {
+	if err != nil && req.Start && failedToStart(err) {
 		if _, _, getErr := c.GetInstance(req.Name); getErr == nil {
 			return false, nil // created, not started
 		}

@@ -56,11 +56,17 @@ func (d *Driver) start(ctx context.Context, c incus.InstanceServer, name string)
 	return nil
 }
 
+// failedToStart tells a request whose instance was there but did not start
+// (LXC's forkstart failed) from one that failed before.
+func failedToStart(err error) bool {
+	return strings.Contains(err.Error(), "forkstart")
+}
+
 // hookTimedOut tells whether a failed start failed in LXC's start hooks
 // (forkstart exiting 1 with "Failed to run lxc.hook.pre-start" in the
 // instance's lxc.log), the failure a loaded incusd causes.
 func hookTimedOut(c incus.InstanceServer, name string, err error) bool {
-	if !strings.Contains(err.Error(), "forkstart") {
+	if !failedToStart(err) {
 		return false
 	}
 	r, lerr := c.GetInstanceLogfile(name, "lxc.log")

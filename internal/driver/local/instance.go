@@ -340,16 +340,26 @@ func (d *Driver) status(st *instanceState) string {
 // no exit code (which would read as "stopped outside Terraform").
 func (d *Driver) settledExit(st *instanceState) (int, bool) {
 	dir := d.instanceDir(st.Spec.Name)
-	code, ok := lastExit(dir)
-	if ok || time.Since(st.StartedAt) > 10*time.Second {
-		return code, ok
+	if time.Since(st.StartedAt) > 10*time.Second {
+		return lastExit(dir)
 	}
-	for deadline := time.Now().Add(300 * time.Millisecond); !ok && time.Now().Before(deadline); {
+	return awaitExit(dir)
+}
+
+// awaitExit is lastExit, waiting up to exitRecordDelay for a record that
+// bwrap (or the none-mode wrapper) writes just after the sandbox's PID 1 is
+// gone.
+func awaitExit(dir string) (int, bool) {
+	code, ok := lastExit(dir)
+	for deadline := time.Now().Add(exitRecordDelay); !ok && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 		code, ok = lastExit(dir)
 	}
 	return code, ok
 }
+
+// exitRecordDelay bounds the wait for a fresh exit record.
+const exitRecordDelay = 300 * time.Millisecond
 
 func (d *Driver) toInstance(st *instanceState) driver.Instance {
 	inst := driver.Instance{ID: d.instanceID(st.Spec.Name), Name: st.Spec.Name, Type: st.Spec.Type, Image: st.Spec.Image,

@@ -250,11 +250,7 @@ func waitAgentReady(ctx context.Context, st *instanceState, dir string) error {
 // so such an exit is not a failed start, unless init itself crashed (the Go
 // runtime gets no thread under a tight pids limit and says so in the log).
 func endedByItself(dir string) bool {
-	code, ok := lastExit(dir)
-	for deadline := time.Now().Add(300 * time.Millisecond); !ok && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
-		code, ok = lastExit(dir)
-	}
+	code, ok := awaitExit(dir)
 	if !ok || !driver.ExitedByItself(code) || code == agent.ExitNotStarted || code == 126 {
 		return false
 	}
