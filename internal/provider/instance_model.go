@@ -155,9 +155,6 @@ func (m instanceModel) securitySpec(ctx context.Context, diags *diag.Diagnostics
 	return out
 }
 
-// observe sets the computed attributes from an observed instance. The
-// user's settings (running, labels, image, ...) are kept as they are: only
-// what the engine decides is copied.
 // observedValues are the values observe and the run-state plan write; when
 // none changed, Read and ModifyPlan leave the state or plan as Terraform sent
 // it (setting a whole instance costs a full conversion per resource, which
@@ -177,6 +174,9 @@ func sameObserved(a, b *instanceModel) bool {
 	return true
 }
 
+// observe sets the computed attributes from an observed instance. The
+// user's settings (running, labels, image, ...) are kept as they are: only
+// what the engine decides is copied.
 func (m *instanceModel) observe(inst driver.Instance) diag.Diagnostics {
 	var diags diag.Diagnostics
 	m.ID = types.StringValue(inst.ID)
