@@ -117,13 +117,18 @@ start_dockerd() {
 		rm -f "$PIDFILE" # a stale pid file stops dockerd from starting
 		install -d -m 0711 "$EXEC_ROOT" "$DIR/data"
 		log "starting dockerd on tcp://$LISTEN (log: $LOG)"
+		# --live-restore is what keeps the main daemon's docker0 alive: dockerd
+		# 20.10 with a --default-address-pool deletes the interface named docker0
+		# when it clears its own stale default network at start, unless live
+		# restore is on (moby daemon_unix.go initNetworkController). Without it,
+		# every fresh CI run lost docker0 here, after the main dockerd made it.
 		setsid dockerd \
 			--tlsverify --tlscacert "$CERTS/ca.pem" --tlscert "$CERTS/server.pem" --tlskey "$CERTS/server-key.pem" \
 			-H "tcp://$LISTEN" -H "unix://$SOCKET" \
 			--data-root "$DIR/data" --exec-root "$EXEC_ROOT" --pidfile "$PIDFILE" \
 			--containerd-namespace sandbox-tls --containerd-plugins-namespace sandbox-tls-plugins \
 			--cgroup-parent /sandbox-tls \
-			--bridge "$BRIDGE" --iptables=false --ip-masq=false \
+			--bridge "$BRIDGE" --live-restore --iptables=false --ip-masq=false \
 			--default-address-pool "base=$POOL,size=24" \
 			>>"$LOG" 2>&1 </dev/null &
 	fi

@@ -151,14 +151,14 @@ start_dockerd() {
 		fi
 		sleep 0.3
 	done
-	ensure_default_bridge
 }
 
 # ensure_default_bridge recreates the interface of Docker's default "bridge"
-# network when it is gone. dockerd 20.10 restarted after its bridge was deleted
-# (seen on these machines after a restore) keeps the network in its store but
-# never recreates docker0, and every container on the default network then
-# fails to start with "could not find bridge docker0".
+# network when it is gone. A running dockerd never recreates docker0 once
+# something deleted it (a second dockerd started with --default-address-pool
+# and without --live-restore does: see setup-docker-tls.sh), and every
+# container on the default network then fails to start with "could not find
+# bridge docker0". It runs last, after every other daemon has started.
 ensure_default_bridge() {
 	local name gateway subnet
 	name=$(docker network inspect bridge --format '{{index .Options "com.docker.network.bridge.name"}}' 2>/dev/null) || return 0
@@ -203,4 +203,5 @@ want ssh && step "sshd (setup-sshd.sh)" run_owned setup-sshd.sh "the SSH test ho
 want tls && step "dockerd TLS (setup-docker-tls.sh)" run_owned setup-docker-tls.sh "the TLS Docker daemon"
 want podman && step "podman (setup-podman.sh)" run_owned setup-podman.sh "the Podman API service"
 want fixtures && step "fixtures (fixtures.sh)" bash "$SCRIPTS_DIR/fixtures.sh"
+want docker && step "docker0" ensure_default_bridge
 printf '[setup] %-34s %6d ms\n' "total" "$(($(now_ms) - total_start))" >&2
