@@ -163,6 +163,17 @@ func (m *instanceModel) observedValues() []attr.Value {
 	return []attr.Value{m.ID, m.Name, m.Status, m.IPAddress, m.LoopbackIP, m.ExpiresAt, m.ExitCode, m.Endpoints, m.Handle}
 }
 
+// refreshFields are the attributes refreshInstance reads (backend, name,
+// type) or writes (observe), by name: all the server's fast Read decodes
+// from a state (server.go). TestRefreshFieldsCoverObserve keeps it whole.
+func (m *instanceModel) refreshFields() map[string]any {
+	return map[string]any{
+		"id": &m.ID, "backend": &m.Backend, "name": &m.Name, "type": &m.Type,
+		"status": &m.Status, "ip_address": &m.IPAddress, "loopback_ip": &m.LoopbackIP,
+		"expires_at": &m.ExpiresAt, "exit_code": &m.ExitCode, "endpoints": &m.Endpoints, "handle": &m.Handle,
+	}
+}
+
 // sameObserved reports whether a and b hold the same observedValues.
 func sameObserved(a, b *instanceModel) bool {
 	av, bv := a.observedValues(), b.observedValues()

@@ -112,29 +112,41 @@ func (r *instanceResource) Read(ctx context.Context, req resource.ReadRequest, r
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	cfg, diags := ConfigFromHandle(ctx, state.Backend)
+	gone, changed, diags := r.data.refreshInstance(ctx, &state)
 	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
-		return
+	switch {
+	case resp.Diagnostics.HasError():
+	case gone:
+		tflog.Info(ctx, "sandbox instance no longer exists; removing it from state", map[string]any{"instance": state.Name.ValueString(), "id": state.ID.ValueString()})
+		resp.State.RemoveResource(ctx)
+	case changed:
+		resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 	}
-	// One shared list per backend per refresh, not an inspect per instance.
-	insts, err := r.data.Instances(ctx, cfg)
+}
+
+// refreshInstance observes state's sandbox in its backend's shared list (one
+// list per backend per refresh, not an inspect per instance) and reports
+// whether it is gone or whether any observed value changed. Read and the
+// server's fast Read (server.go) both use it, so they cannot disagree.
+func (p *ProviderData) refreshInstance(ctx context.Context, state *instanceModel) (gone, changed bool, diags diag.Diagnostics) {
+	cfg, d := ConfigFromHandle(ctx, state.Backend)
+	diags.Append(d...)
+	if diags.HasError() {
+		return false, false, diags
+	}
+	insts, err := p.Instances(ctx, cfg)
 	if err != nil {
-		resp.Diagnostics.Append(driverError(summary("Read", instanceKind), cfg, fmt.Sprintf("listing instances for %q", state.Name.ValueString()), err))
-		return
+		diags.Append(driverError(summary("Read", instanceKind), cfg, fmt.Sprintf("listing instances for %q", state.Name.ValueString()), err))
+		return false, false, diags
 	}
 	inst, ok := insts[state.ID.ValueString()]
 	if !ok {
-		tflog.Info(ctx, "sandbox instance no longer exists; removing it from state", map[string]any{"backend": cfg.Name, "instance": state.Name.ValueString()})
-		resp.State.RemoveResource(ctx)
-		return
+		return true, false, diags
 	}
 	// A stopped or expired sandbox stays in state: only its status changes.
-	before := state
-	resp.Diagnostics.Append(state.observe(inst)...)
-	if !sameObserved(&before, &state) {
-		resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
-	}
+	before := *state
+	diags.Append(state.observe(inst)...)
+	return false, !sameObserved(&before, state), diags
 }
 
 func (r *instanceResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {

@@ -6,6 +6,7 @@ package provider
 import (
 	"context"
 	"os"
+	"sync/atomic"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -32,6 +33,8 @@ func New(version string) func() provider.Provider {
 
 type sandboxProvider struct {
 	version string
+	// data is what Configure made, for the server's fast paths (server.go).
+	data atomic.Pointer[ProviderData]
 }
 
 type providerModel struct {
@@ -104,6 +107,7 @@ func (p *sandboxProvider) Configure(ctx context.Context, req provider.ConfigureR
 	}
 	data := NewProviderData(driver.NewPool(), labels, secrets)
 	data.Version = p.version
+	p.data.Store(data)
 	resp.ResourceData = data
 	resp.DataSourceData = data
 }

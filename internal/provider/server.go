@@ -1,22 +1,35 @@
 package provider
 
-// The protocol 6 server: the plugin framework's, with one fast path.
+// The protocol 6 server: the plugin framework's, with fast paths for the
+// calls a fleet makes hundreds of times per command.
 //
-// A re-plan of a fleet spends most of the provider's CPU in the framework's
-// PlanResourceChange, which walks every attribute of every instance several
-// times (defaults, plan modifiers, conversions) even when nothing changed.
-// For a sandbox_instance whose proposed state is exactly its refreshed state,
-// whose sandbox runs as `running` asks and that has no file copied from a
-// local `source` (whose content is hashed at plan time), every one of those
-// steps leaves the state as it is and ModifyPlan has nothing to start, stop
-// or report, so the server answers with the prior state itself. Everything else (creates,
-// changes, a sandbox stopped outside Terraform, an expired one) goes through
-// the framework.
+// The framework walks every attribute of every instance several times per
+// call (decoding into the model, defaults, plan modifiers, semantic
+// equality), even when nothing changed. For sandbox_instance the server
+// answers three cases itself, each exactly where the framework would return
+// what Terraform sent:
+//
+//   - Read of a sandbox whose observed values (status, addresses, endpoints,
+//     ...) are those in state: the state as it was (refreshInstance decides,
+//     the same function the framework's Read uses).
+//   - Plan whose proposed state is its refreshed state byte for byte, whose
+//     sandbox runs as `running` asks and that has no file copied from a local
+//     `source` (hashed at plan time): the prior state. ModifyPlan would have
+//     nothing to start, stop or report.
+//   - Plan of a destroy: null, as the framework plans it (ModifyPlan returns
+//     at once on a destroy).
+//
+// Everything else (creates, changes, drift, errors, a provider that is not
+// configured yet) goes through the framework.
 
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"reflect"
+	"sync/atomic"
 
+	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
@@ -28,12 +41,23 @@ import (
 // for main (tf6server.Serve) and the acceptance tests alike.
 func NewServer(version string) func() (tfprotov6.ProviderServer, error) {
 	return func() (tfprotov6.ProviderServer, error) {
-		fw, err := providerserver.NewProtocol6WithError(New(version)())()
+		prov := &sandboxProvider{version: version}
+		fw, err := providerserver.NewProtocol6WithError(prov)()
 		if err != nil {
 			return nil, err
 		}
-		return &server{ProviderServer: fw, instanceType: instanceSchema(context.Background()).Type().TerraformType(context.Background())}, nil
+		return newServer(fw, prov), nil
 	}
+}
+
+func newServer(fw tfprotov6.ProviderServer, prov *sandboxProvider) *server {
+	ctx := context.Background()
+	sch := instanceSchema(ctx)
+	attrTypes := map[string]attr.Type{}
+	for name, a := range sch.Attributes {
+		attrTypes[name] = a.GetType()
+	}
+	return &server{ProviderServer: fw, prov: prov, instanceType: sch.Type().TerraformType(ctx), instanceAttrTypes: attrTypes}
 }
 
 // instanceTypeName is sandbox_instance's type name on the wire.
@@ -41,14 +65,98 @@ const instanceTypeName = "sandbox_instance"
 
 type server struct {
 	tfprotov6.ProviderServer
-	instanceType tftypes.Type
+	prov              *sandboxProvider // nil in tests of the plan fast path alone
+	instanceType      tftypes.Type
+	instanceAttrTypes map[string]attr.Type
+
+	// How often each fast path answered, for the tests.
+	fastReads, fastPlans, fastDestroys atomic.Int64
 }
 
 func (s *server) PlanResourceChange(ctx context.Context, req *tfprotov6.PlanResourceChangeRequest) (*tfprotov6.PlanResourceChangeResponse, error) {
-	if req.TypeName == instanceTypeName && s.instanceUnchanged(req) {
-		return &tfprotov6.PlanResourceChangeResponse{PlannedState: req.PriorState, PlannedPrivate: req.PriorPrivate}, nil
+	if req.TypeName == instanceTypeName {
+		switch {
+		case s.instanceDestroyed(req):
+			s.fastDestroys.Add(1)
+			return &tfprotov6.PlanResourceChangeResponse{PlannedState: req.ProposedNewState, PlannedPrivate: req.PriorPrivate}, nil
+		case s.instanceUnchanged(req):
+			s.fastPlans.Add(1)
+			return &tfprotov6.PlanResourceChangeResponse{PlannedState: req.PriorState, PlannedPrivate: req.PriorPrivate}, nil
+		}
 	}
 	return s.ProviderServer.PlanResourceChange(ctx, req)
+}
+
+func (s *server) ReadResource(ctx context.Context, req *tfprotov6.ReadResourceRequest) (*tfprotov6.ReadResourceResponse, error) {
+	if req.TypeName == instanceTypeName && s.readUnchanged(ctx, req) {
+		s.fastReads.Add(1)
+		return &tfprotov6.ReadResourceResponse{NewState: req.CurrentState, Private: req.Private, NewIdentity: req.CurrentIdentity}, nil
+	}
+	return s.ProviderServer.ReadResource(ctx, req)
+}
+
+// instanceDestroyed reports the plan of a destroy: a prior state and a null
+// proposed state.
+func (s *server) instanceDestroyed(req *tfprotov6.PlanResourceChangeRequest) bool {
+	if req.PriorState == nil || req.ProposedNewState == nil {
+		return false
+	}
+	proposed, err := req.ProposedNewState.Unmarshal(s.instanceType)
+	if err != nil || !proposed.IsNull() {
+		return false
+	}
+	prior, err := req.PriorState.Unmarshal(s.instanceType)
+	return err == nil && !prior.IsNull()
+}
+
+// readUnchanged reports whether a refresh observes nothing new: the sandbox
+// is still in its backend's list and every observed value equals the one in
+// state, with no diagnostic to give.
+func (s *server) readUnchanged(ctx context.Context, req *tfprotov6.ReadResourceRequest) bool {
+	if s.prov == nil || req.CurrentState == nil {
+		return false
+	}
+	data := s.prov.data.Load()
+	if data == nil {
+		return false // not configured: the framework reports it
+	}
+	v, err := req.CurrentState.Unmarshal(s.instanceType)
+	if err != nil || !v.IsKnown() || v.IsNull() {
+		return false
+	}
+	state, err := s.refreshModel(ctx, v)
+	if err != nil {
+		return false
+	}
+	gone, changed, diags := data.refreshInstance(ctx, &state)
+	return !gone && !changed && len(diags) == 0
+}
+
+// refreshModel decodes from a raw state only the attributes refreshInstance
+// reads and writes (instanceModel.refreshFields): the full decoding into the
+// model is most of what the fast Read saves.
+func (s *server) refreshModel(ctx context.Context, v tftypes.Value) (instanceModel, error) {
+	var m instanceModel
+	var attrs map[string]tftypes.Value
+	if err := v.As(&attrs); err != nil {
+		return m, err
+	}
+	for name, field := range m.refreshFields() {
+		typ, ok := s.instanceAttrTypes[name]
+		if !ok {
+			return m, fmt.Errorf("no attribute %q in the instance schema", name)
+		}
+		val, err := typ.ValueFromTerraform(ctx, attrs[name])
+		if err != nil {
+			return m, err
+		}
+		dst, src := reflect.ValueOf(field).Elem(), reflect.ValueOf(val)
+		if src.Type() != dst.Type() {
+			return m, fmt.Errorf("attribute %q decodes to %s, the model holds %s", name, src.Type(), dst.Type())
+		}
+		dst.Set(src)
+	}
+	return m, nil
 }
 
 // instanceUnchanged reports whether the plan of an instance is its prior

@@ -2,9 +2,13 @@ package provider
 
 import (
 	"context"
+	"reflect"
 	"testing"
+	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
@@ -121,20 +125,119 @@ func TestFastPlanOnlyForUnchangedInstances(t *testing.T) {
 		sourced[k] = v
 	}
 	withSource := instanceState(t, s.instanceType, sourced)
-	for name, req := range map[string]*tfprotov6.PlanResourceChangeRequest{
-		"create":       {TypeName: instanceTypeName, ProposedNewState: prior},
-		"destroy":      {TypeName: instanceTypeName, PriorState: prior},
-		"change":       {TypeName: instanceTypeName, PriorState: prior, ProposedNewState: instanceState(t, s.instanceType, changed)},
-		"another type": {TypeName: "sandbox_volume", PriorState: prior, ProposedNewState: prior},
-		"file source":  {TypeName: instanceTypeName, PriorState: withSource, ProposedNewState: withSource},
-		"unchanged":    {TypeName: instanceTypeName, PriorState: prior, ProposedNewState: prior},
+	nullValue, err := tfprotov6.NewDynamicValue(s.instanceType, tftypes.NewValue(s.instanceType, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]struct {
+		req  *tfprotov6.PlanResourceChangeRequest
+		fast bool
+	}{
+		"create":              {&tfprotov6.PlanResourceChangeRequest{TypeName: instanceTypeName, ProposedNewState: prior}, false},
+		"destroy":             {&tfprotov6.PlanResourceChangeRequest{TypeName: instanceTypeName, PriorState: prior, ProposedNewState: &nullValue}, true},
+		"destroy, no value":   {&tfprotov6.PlanResourceChangeRequest{TypeName: instanceTypeName, PriorState: prior}, false},
+		"destroy of nothing":  {&tfprotov6.PlanResourceChangeRequest{TypeName: instanceTypeName, PriorState: &nullValue, ProposedNewState: &nullValue}, false},
+		"change":              {&tfprotov6.PlanResourceChangeRequest{TypeName: instanceTypeName, PriorState: prior, ProposedNewState: instanceState(t, s.instanceType, changed)}, false},
+		"another type":        {&tfprotov6.PlanResourceChangeRequest{TypeName: "sandbox_volume", PriorState: prior, ProposedNewState: prior}, false},
+		"another type's drop": {&tfprotov6.PlanResourceChangeRequest{TypeName: "sandbox_volume", PriorState: prior, ProposedNewState: &nullValue}, false},
+		"file source":         {&tfprotov6.PlanResourceChangeRequest{TypeName: instanceTypeName, PriorState: withSource, ProposedNewState: withSource}, false},
+		"unchanged":           {&tfprotov6.PlanResourceChangeRequest{TypeName: instanceTypeName, PriorState: prior, ProposedNewState: prior}, true},
 	} {
 		before := inner.planned
-		if _, err := s.PlanResourceChange(ctx, req); err != nil {
+		resp, err := s.PlanResourceChange(ctx, c.req)
+		if err != nil {
 			t.Fatal(err)
 		}
-		if want := name != "unchanged"; (inner.planned > before) != want {
-			t.Errorf("%s: reached the framework = %v, want %v", name, inner.planned > before, want)
+		if fast := inner.planned == before; fast != c.fast {
+			t.Errorf("%s: answered by the fast path = %v, want %v", name, fast, c.fast)
+		}
+		if name == "destroy" && resp.PlannedState != c.req.ProposedNewState {
+			t.Errorf("destroy: the fast plan is not the null proposed state")
+		}
+	}
+}
+
+// The fast Read decodes only refreshFields; observed from the same sandbox,
+// that partial model must agree with the framework's full decoding on every
+// value Read compares or writes, in whatever state the instance is.
+func TestRefreshFieldsCoverObserve(t *testing.T) {
+	ctx := context.Background()
+	s := newServer(&recordingServer{}, nil)
+	cfg, err := ConfigFromSettings("docker", "fleet", map[string]string{"host": "unix:///var/run/docker.sock"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend, diags := HandleFromConfig(cfg)
+	if diags.HasError() {
+		t.Fatal(diags)
+	}
+	handle, diags := instanceHandleValue(backend, "c1", "w0", "container")
+	if diags.HasError() {
+		t.Fatal(diags)
+	}
+	tf := func(v interface {
+		ToTerraformValue(context.Context) (tftypes.Value, error)
+	}) tftypes.Value {
+		out, err := v.ToTerraformValue(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	str := func(v string) tftypes.Value { return tftypes.NewValue(tftypes.String, v) }
+	state := instanceState(t, s.instanceType, map[string]tftypes.Value{
+		"id": str("c1"), "backend": tf(backend), "handle": tf(handle), "name": str("w0"), "type": str("container"),
+		"image": str("busybox"), "status": str(driver.StatusRunning), "ip_address": str("10.0.0.2"),
+		"loopback_ip": str("127.0.0.7"), "expires_at": str("2026-11-21T15:00:00Z"), "memory": str("64MiB"),
+		"endpoints": tf(types.MapValueMust(types.StringType, map[string]attr.Value{"http": types.StringValue("127.0.0.7:80")})),
+		"running":   tftypes.NewValue(tftypes.Bool, true),
+	})
+	raw, err := state.Unmarshal(s.instanceType)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var full instanceModel
+	if d := (tfsdk.State{Schema: instanceSchema(ctx), Raw: raw}).Get(ctx, &full); d.HasError() {
+		t.Fatal(d)
+	}
+	partial, err := s.refreshModel(ctx, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same := func(when string, a, b *instanceModel) {
+		fa, fb := a.refreshFields(), b.refreshFields()
+		for name := range fa {
+			va, vb := reflect.ValueOf(fa[name]).Elem().Interface().(attr.Value), reflect.ValueOf(fb[name]).Elem().Interface().(attr.Value)
+			if !va.Equal(vb) {
+				t.Errorf("%s: %s = %v from the full decoding, %v from the fast one", when, name, va, vb)
+			}
+		}
+	}
+	same("decoded", &full, &partial)
+
+	exit := 3
+	expires := time.Date(2026, 11, 21, 15, 0, 0, 0, time.UTC)
+	for name, inst := range map[string]driver.Instance{
+		"as in state": {ID: "c1", Type: "container", Status: driver.StatusRunning, IPAddress: "10.0.0.2", LoopbackIP: "127.0.0.7",
+			ExpiresAt: expires, Endpoints: map[string]string{"http": "127.0.0.7:80"}},
+		"stopped outside": {ID: "c1", Type: "container", Status: driver.StatusStopped, LoopbackIP: "127.0.0.7", ExpiresAt: expires},
+		"ended by itself": {ID: "c1", Type: "container", Status: driver.StatusStopped, ExitCode: &exit, LoopbackIP: "127.0.0.7", ExpiresAt: expires},
+		"new address": {ID: "c1", Type: "container", Status: driver.StatusRunning, IPAddress: "10.0.0.9", LoopbackIP: "127.0.0.7",
+			ExpiresAt: expires, Endpoints: map[string]string{"http": "127.0.0.7:80"}},
+	} {
+		f, p := full, partial
+		if d := f.observe(inst); d.HasError() {
+			t.Fatal(d)
+		}
+		if d := p.observe(inst); d.HasError() {
+			t.Fatal(d)
+		}
+		same(name, &f, &p)
+		if changedFull, changedFast := !sameObserved(&full, &f), !sameObserved(&partial, &p); changedFull != changedFast {
+			t.Errorf("%s: changed = %v by the full model, %v by the fast one", name, changedFull, changedFast)
+		}
+		if name == "as in state" && !sameObserved(&full, &f) {
+			t.Errorf("as in state: observe changed the model")
 		}
 	}
 }
