@@ -161,6 +161,7 @@ func finishConnect(s incus.InstanceServer, o connectOptions) (incus.InstanceServ
 	t.DisableKeepAlives = false
 	t.MaxIdleConns = 64
 	t.MaxIdleConnsPerHost = 64
+	boundAnswers(t, answerWithin)
 	if o.pin != nil {
 		pinCertificate(t.TLSClientConfig, o.pin)
 	}
@@ -178,6 +179,16 @@ func finishConnect(s incus.InstanceServer, o connectOptions) (incus.InstanceServ
 	}
 	return s, nil
 }
+
+// boundAnswers makes the transport give up on a request whose answer does
+// not begin within limit (answerWithin). The Incus client takes no context per
+// request, so this is what keeps an incusd that stops answering (seen with
+// 6.0.4 under load) from hanging a plan or an apply forever, on every call.
+// Nothing waits that long on purpose: operations are waited for in
+// waitSlice steps or over the events websocket, whose upgrade is answered at
+// once, and the time to send a request body (an image upload) comes before
+// the bound starts.
+func boundAnswers(t *http.Transport, limit time.Duration) { t.ResponseHeaderTimeout = limit }
 
 // trustedName is the name our certificate gets in the server's trust store.
 const trustedName = "terraform-provider-sandbox"

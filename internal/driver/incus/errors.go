@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/lxc/incus/v6/shared/api"
@@ -25,10 +26,21 @@ func translate(err error) error {
 		return fmt.Errorf("%v: %w", err, driver.ErrNotFound)
 	case api.StatusErrorCheck(err, http.StatusConflict), isExistsMessage(err):
 		return fmt.Errorf("%v: %w", err, driver.ErrAlreadyExists)
+	case noAnswer(err):
+		return fmt.Errorf("%v: %s: %w", err, hungHint, driver.ErrUnavailable)
 	case isConnError(err):
 		return fmt.Errorf("%v: %w", err, driver.ErrUnavailable)
 	}
 	return err
+}
+
+// hungHint is what to check when the server stops answering.
+const hungHint = "the Incus server may be hung (does `incus info` answer? its log is /var/log/incus/incusd.log or the journal)"
+
+// noAnswer reports a request the transport gave up on (boundAnswers).
+func noAnswer(err error) bool {
+	var ue *url.Error
+	return (errors.As(err, &ue) && ue.Timeout()) || strings.Contains(err.Error(), "timeout awaiting response headers")
 }
 
 // isNotFoundMessage catches not-found errors that lost their status code

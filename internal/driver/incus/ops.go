@@ -49,8 +49,7 @@ func (d *Driver) answered(ctx context.Context, what string, limit time.Duration,
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-timer.C:
-		return fmt.Errorf("%s: no answer from the Incus server at %s within %s; it may be hung (does `incus info` answer? "+
-			"its log is /var/log/incus/incusd.log or the journal): %w", what, d.address(), limit, driver.ErrUnavailable)
+		return fmt.Errorf("%s: no answer from the Incus server at %s within %s; %s: %w", what, d.address(), limit, hungHint, driver.ErrUnavailable)
 	}
 }
 

@@ -3,9 +3,16 @@ package incus
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	incus "github.com/lxc/incus/v6/client"
+	"github.com/lxc/incus/v6/shared/api"
 
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
 )
@@ -34,5 +41,45 @@ func TestAnsweredGivesUpOnAHungServer(t *testing.T) {
 	want := errors.New("server said no")
 	if err := d.answered(context.Background(), "x", time.Hour, func() error { return want }); !errors.Is(err, want) {
 		t.Errorf("answer: %v", err)
+	}
+}
+
+// Every request of the client is bounded the same way at the transport: a
+// server that accepts the connection and never answers fails the call with
+// ErrUnavailable and what to check.
+func TestTransportGivesUpOnAHungServer(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "incus.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() { _, _ = io.Copy(io.Discard, conn) }() // reads, never answers
+		}
+	}()
+	c, err := incus.ConnectIncusUnixWithContext(context.Background(), sock, &incus.ConnectionArgs{SkipGetServer: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc, err := c.GetHTTPClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	boundAnswers(hc.Transport.(*http.Transport), 100*time.Millisecond)
+	d := &Driver{backend: "b"}
+	start := time.Now()
+	_, err = c.GetInstances(api.InstanceTypeAny)
+	err = d.errf(err, "list instances")
+	if !errors.Is(err, driver.ErrUnavailable) || !strings.Contains(err.Error(), "incus info") || !strings.Contains(err.Error(), `incus backend "b"`) {
+		t.Fatalf("err = %v", err)
+	}
+	if time.Since(start) > 5*time.Second {
+		t.Errorf("gave up after %s", time.Since(start))
 	}
 }
