@@ -14,6 +14,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 
 	"github.com/moby/patternmatcher"
@@ -83,6 +84,17 @@ func WriteDir(w io.Writer, dir string, ignore *patternmatcher.PatternMatcher, ke
 		return err
 	}
 	return tw.Close()
+}
+
+// AddDir writes dir itself as prefix/ and everything below it under prefix,
+// as WriteDir does (nothing left out), into tw, which stays open.
+func AddDir(tw *tar.Writer, dir, prefix string) error {
+	if err := writeEntry(tw, dir, prefix); err != nil {
+		return err
+	}
+	return Walk(dir, nil, nil, func(p, rel string) error {
+		return writeEntry(tw, p, path.Join(prefix, rel))
+	})
 }
 
 // writeEntry writes the file at p as name: its header (owner root, PAX

@@ -137,7 +137,7 @@ func TestWriteVolumeBackup(t *testing.T) {
 			t.Errorf("mode %o", h.Mode)
 		}
 	}
-	want := []string{"backup/index.yaml", "backup/volume", "backup/volume/sub", "backup/volume/sub/f.txt"}
+	want := []string{"backup/index.yaml", "backup/volume/", "backup/volume/sub/", "backup/volume/sub/f.txt"}
 	if !reflect.DeepEqual(names, want) {
 		t.Errorf("entries %v, want %v", names, want)
 	}

@@ -13,14 +13,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
 
 	incus "github.com/lxc/incus/v6/client"
 	"github.com/lxc/incus/v6/shared/api"
 
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/tarball"
 )
 
 const volumeType = "custom"
@@ -105,52 +104,10 @@ func writeVolumeBackup(w io.Writer, pool, name string, config map[string]string,
 	if _, err := tw.Write(b); err != nil {
 		return err
 	}
-	if err := tarDir(tw, dir, "backup/volume"); err != nil {
+	if err := tarball.AddDir(tw, dir, "backup/volume"); err != nil {
 		return err
 	}
 	return tw.Close()
-}
-
-// tarDir adds dir's tree under prefix (regular files, dirs and symlinks).
-func tarDir(tw *tar.Writer, dir, prefix string) error {
-	return filepath.WalkDir(dir, func(path string, e fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(dir, path)
-		if err != nil {
-			return err
-		}
-		info, err := e.Info()
-		if err != nil {
-			return err
-		}
-		link := ""
-		if info.Mode()&fs.ModeSymlink != 0 {
-			if link, err = os.Readlink(path); err != nil {
-				return err
-			}
-		}
-		hdr, err := tar.FileInfoHeader(info, link)
-		if err != nil {
-			return err
-		}
-		hdr.Name = filepath.ToSlash(filepath.Join(prefix, rel))
-		hdr.Uid, hdr.Gid, hdr.Uname, hdr.Gname = 0, 0, "", ""
-		if err := tw.WriteHeader(hdr); err != nil {
-			return err
-		}
-		if !info.Mode().IsRegular() {
-			return nil
-		}
-		f, err := os.Open(path)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		_, err = io.Copy(tw, f)
-		return err
-	})
 }
 
 // InspectVolume returns a volume of this backend.
