@@ -1,23 +1,12 @@
 package provider_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/sha256"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/hex"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
@@ -25,6 +14,7 @@ import (
 
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/acctest"
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/testcert"
 )
 
 // incusHTTPSAddr is where the tests reach the local incusd over HTTPS when
@@ -41,7 +31,8 @@ func TestAccBackend_incusTrustToken(t *testing.T) {
 	name := acctest.RandomName("tf-acc")
 	acctest.SweepOnCleanup(t, acctest.DriverConfig(driver.Incus, name))
 	addr := incusHTTPSListener(t)
-	certFile, keyFile, fingerprint := untrustedClientCert(t)
+	cert := testcert.NewClient(t, "tf-acc-trust-token")
+	certFile, keyFile, fingerprint := cert.CertFile, cert.KeyFile, cert.Fingerprint()
 	t.Cleanup(func() { _ = exec.Command("incus", "config", "trust", "remove", fingerprint).Run() })
 	tokenName := "tf-acc-" + fingerprint[:12]
 	out, err := exec.Command("incus", "config", "trust", "add", tokenName, "-q").Output()
@@ -132,39 +123,4 @@ func incusServerFingerprint(t *testing.T) string {
 		t.Fatalf("server fingerprint from %s: %v", out, err)
 	}
 	return srv.Environment.Fingerprint
-}
-
-// untrustedClientCert writes a fresh self-signed client certificate and key
-// and returns their paths and the certificate's fingerprint.
-func untrustedClientCert(t *testing.T) (certFile, keyFile, fingerprint string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()),
-		Subject:      pkix.Name{CommonName: "tf-acc-trust-token"},
-		NotBefore:    time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-		KeyUsage:    x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	certFile, keyFile = filepath.Join(dir, "client.crt"), filepath.Join(dir, "client.key")
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	sum := sha256.Sum256(der)
-	return certFile, keyFile, hex.EncodeToString(sum[:])
 }

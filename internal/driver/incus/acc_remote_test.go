@@ -1,14 +1,7 @@
 package incus_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
-	"encoding/pem"
-	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +12,7 @@ import (
 	"github.com/lxc/incus/v6/shared/api"
 
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/testcert"
 )
 
 // remoteAddr is where the test exposes the local incusd over HTTPS when it
@@ -109,7 +103,8 @@ func exposeHTTPS(t *testing.T, c incus.InstanceServer) string {
 // store for the test, and returns the PEM files.
 func trustNewClient(t *testing.T, c incus.InstanceServer) (certFile, keyFile string) {
 	t.Helper()
-	certFile, keyFile, der := newClientCert(t)
+	cert := testcert.NewClient(t, "sandbox-remote-test")
+	certFile, keyFile, der := cert.CertFile, cert.KeyFile, cert.DER
 	name := "sandbox-remote-test-" + uniqueName("c")
 	// The API takes the base64 DER (the PEM body without its armour).
 	err := c.CreateCertificate(api.CertificatesPost{CertificatePut: api.CertificatePut{Name: name, Type: api.CertificateTypeClient, Certificate: base64.StdEncoding.EncodeToString(der)}})
@@ -128,41 +123,6 @@ func untrust(c incus.InstanceServer, name, fingerprint string) {
 			_ = c.DeleteCertificate(ct.Fingerprint)
 		}
 	}
-}
-
-// newClientCert makes a self-signed client certificate and key (PEM files)
-// that the server does not trust yet.
-func newClientCert(t *testing.T) (certFile, keyFile string, der []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()),
-		Subject:      pkix.Name{CommonName: "sandbox-remote-test"},
-		NotBefore:    time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-		KeyUsage:    x509.KeyUsageDigitalSignature,
-	}
-	der, err = x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	certFile, keyFile = filepath.Join(dir, "client.crt"), filepath.Join(dir, "client.key")
-	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	if err := os.WriteFile(certFile, certPEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return certFile, keyFile, der
 }
 
 // remoteInstance runs an instance through the remote connection: the agent

@@ -1,8 +1,6 @@
 package incus_test
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"strings"
 	"testing"
 
@@ -10,6 +8,7 @@ import (
 	"github.com/lxc/incus/v6/shared/api"
 
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/testcert"
 )
 
 // TestTrustToken: a client the server does not trust yet presents a token
@@ -29,9 +28,8 @@ func TestTrustToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	certFile, keyFile, der := newClientCert(t)
-	sum := sha256.Sum256(der)
-	fingerprint := hex.EncodeToString(sum[:])
+	cert := testcert.NewClient(t, "sandbox-trust-test")
+	certFile, keyFile, fingerprint := cert.CertFile, cert.KeyFile, cert.Fingerprint()
 	t.Cleanup(func() { untrust(local, "", fingerprint) })
 
 	const tokenEnv = "SANDBOX_TEST_INCUS_TRUST_TOKEN"
