@@ -70,7 +70,8 @@ for z in "$D/${P}_${V}"_*.zip; do
 	case $z in *_windows_*) want=$want.exe ;; esac
 	entries=$(unzip -Z1 "$z")
 	[ "$entries" = "$want" ] || bad "$(basename "$z") holds '$entries', want only $want"
-	unzip -Zl "$z" | grep -q '^-rwx' || bad "$(basename "$z"): the binary is not executable"
+	listing=$(unzip -Zl "$z") # not piped into grep -q: under pipefail, unzip's SIGPIPE would fail the test
+	grep -q '^-rwx' <<<"$listing" || bad "$(basename "$z"): the binary is not executable"
 done
 ok "every zip holds only its binary"
 
@@ -89,7 +90,7 @@ jq -e '.version == 1 and .metadata.protocol_versions == ["6.0"]' "$A/${P}_${V}_m
 rm -rf "$A"
 
 if gpg --verify "$S.sig" "$S" 2>/dev/null; then ok "signature verifies"; else bad "gpg --verify $S.sig"; fi
-[ "$(head -c 5 "$S.sig")" = "-----" ] && bad "the signature is ASCII-armoured (the registry wants binary)" || ok "signature is binary"
+[ "$(head -c 5 "$S.sig" | tr -d '\0')" = "-----" ] && bad "the signature is ASCII-armoured (the registry wants binary)" || ok "signature is binary"
 
 for b in "$D"/provider_linux_*/* "$D"/provider_freebsd_*/*; do
 	file -b "$b" | grep -q "statically linked" || bad "not static: $b"
