@@ -11,6 +11,10 @@
 # unix socket (SANDBOX_TEST_TLS_SOCKET) for set-up scripts.
 # Idempotent: certificates are kept while valid, a running daemon is reused.
 set -euo pipefail
+# Daemons started here keep this script's working directory; a checkout
+# or worktree removed later would leave them (and the containers they
+# spawn: conmon fails with "Failed to get working directory") broken.
+cd /
 
 BASE=${SANDBOX_TEST_DIR:-/var/lib/sandbox-test}
 DIR=$BASE/docker-tls

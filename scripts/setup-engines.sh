@@ -16,6 +16,10 @@
 set -euo pipefail
 
 SCRIPTS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# Daemons started here keep this script's working directory; a checkout
+# or worktree removed later would leave them (and the containers they
+# spawn: conmon fails with "Failed to get working directory") broken.
+cd /
 SETUP_TIMEOUT=${SETUP_TIMEOUT:-60}
 export DEBIAN_FRONTEND=noninteractive NEEDRESTART_SUSPEND=1
 

@@ -5,6 +5,10 @@
 # sandbox-fixture/busybox. Idempotent: every step checks before it acts, and a
 # daemon that is already running is reused.
 set -euo pipefail
+# Daemons started here keep this script's working directory; a checkout
+# or worktree removed later would leave them (and the containers they
+# spawn: conmon fails with "Failed to get working directory") broken.
+cd /
 
 IMAGE_ALIAS="${SANDBOX_INCUS_IMAGE:-sandbox-fixture/busybox}"
 POOL="${SANDBOX_INCUS_POOL:-default}"

@@ -25,6 +25,10 @@
 #   busybox-static (no registry is reachable).
 # Stop it: kill "$(cat /run/sandbox-podman/podman.pid)".
 set -euo pipefail
+# Daemons started here keep this script's working directory; a checkout
+# or worktree removed later would leave them (and the containers they
+# spawn: conmon fails with "Failed to get working directory") broken.
+cd /
 
 BASE=${SANDBOX_TEST_DIR:-/var/lib/sandbox-test}
 RUN_DIR=/run/sandbox-podman
@@ -102,12 +106,17 @@ service_pid() {
 		tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "$SOCK" && echo "$pid"
 }
 
+# cwd_gone PID: the process's working directory was deleted (it was started
+# from a checkout or worktree removed since).
+cwd_gone() { case "$(readlink "/proc/$1/cwd" 2>/dev/null)" in *" (deleted)") return 0 ;; esac; return 1; }
+
 start_service() {
 	local changed=$1 pid
 	if pid=$(service_pid); then
-		if [ "$changed" = 1 ]; then
-			# The service reads containers.conf at start only.
-			log "restarting podman service (pid $pid): its configuration changed"
+		if [ "$changed" = 1 ] || cwd_gone "$pid"; then
+			# The service reads containers.conf at start only; conmon, its
+			# child, cannot start containers from a deleted directory.
+			log "restarting podman service (pid $pid): its configuration changed or its working directory was deleted"
 			kill "$pid"
 			for _ in $(seq 50); do service_pid >/dev/null || break; sleep 0.1; done
 		elif answers; then

@@ -16,6 +16,10 @@
 #   ssh/known_hosts_wrong   [127.0.0.1]:2222 -> a different key (changed-key tests)
 #   env.d/ssh.sh          exports SANDBOX_TEST_SSH_*; env.sh sources env.d/*.sh
 set -euo pipefail
+# Daemons started here keep this script's working directory; a checkout
+# or worktree removed later would leave them (and the containers they
+# spawn: conmon fails with "Failed to get working directory") broken.
+cd /
 
 BASE=${SANDBOX_TEST_DIR:-/var/lib/sandbox-test}
 PORT=${SANDBOX_TEST_SSH_PORT:-2222}

@@ -42,7 +42,7 @@ func connect(ctx context.Context, cfg Config) (net.Conn, error) {
 		if err != nil {
 			return nil, fmt.Errorf("sshconn: %s: connect: %w", cfg, err)
 		}
-		return raw, nil
+		return quickAck(raw), nil
 	}
 	jcfg, err := cfg.jumpConfig()
 	if err != nil {
