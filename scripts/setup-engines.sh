@@ -141,14 +141,16 @@ install_packages() {
 docker_answers() { timeout 5 docker version >/dev/null 2>&1; }
 
 start_dockerd() {
-	if ! docker_answers && ! pgrep -x dockerd >/dev/null; then
-		# A pid file left by a killed daemon stops the next one from starting.
-		rm -f /var/run/docker.pid
-		log "starting dockerd (log: /var/log/dockerd.log)"
-		setsid dockerd >/var/log/dockerd.log 2>&1 </dev/null &
-	fi
+	# A dockerd that is still shutting down answers nothing and then exits:
+	# wait for an answer, and start a daemon whenever none runs.
 	local deadline=$((SECONDS + SETUP_TIMEOUT))
 	until docker_answers; do
+		if ! pgrep -x dockerd >/dev/null; then
+			# A pid file left by a killed daemon stops the next one from starting.
+			rm -f /var/run/docker.pid
+			log "starting dockerd (log: /var/log/dockerd.log)"
+			setsid dockerd >/var/log/dockerd.log 2>&1 </dev/null &
+		fi
 		if [ $SECONDS -ge $deadline ]; then
 			tail -n 20 /var/log/dockerd.log >&2 || true
 			die "dockerd did not answer within ${SETUP_TIMEOUT}s (see /var/log/dockerd.log)"

@@ -123,6 +123,20 @@ func TestNetworkRemovedBehindBack(t *testing.T) {
 	}
 }
 
+// A backend whose network still has a sandbox on it is not deleted, and the
+// error says so (not the stale-endpoint advice, which is for a network no
+// container uses).
+func TestDeleteScopeInUse(t *testing.T) {
+	d := openBackend(t, driver.DockerConfig{})
+	if _, err := d.CreateInstance(ctxT(t), driver.InstanceSpec{Name: "user", Image: fixture.image, Command: []string{"sleep", "60"}, Running: true}); err != nil {
+		t.Fatal(err)
+	}
+	err := d.DeleteScope(ctxT(t))
+	if err == nil || !strings.Contains(err.Error(), "instances still attached") || strings.Contains(err.Error(), "moby#42119") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
 func TestInstanceLifecycle(t *testing.T) {
 	d := openBackend(t, driver.DockerConfig{})
 	ctx := ctxT(t)

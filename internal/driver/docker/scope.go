@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
+	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 
+	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/api/types/volume"
@@ -91,11 +94,54 @@ func (d *Driver) DeleteScope(ctx context.Context) error {
 	d.scopeMu.Lock()
 	defer d.scopeMu.Unlock()
 	d.scopeReady = false
-	err = cli.NetworkRemove(ctx, d.networkName())
-	if err != nil && !errors.Is(d.wrap(err, ""), driver.ErrNotFound) {
-		return d.wrap(err, "delete network %q (instances still attached?)", d.networkName())
+	name := d.networkName()
+	err = cli.NetworkRemove(ctx, name)
+	// dockerd 20.10 sometimes keeps a network's endpoint count after every
+	// container on it is gone (moby#42119), most often after many
+	// concurrent removals: the count can catch up, so a network that no
+	// container uses is tried again for a few seconds before giving up.
+	for deadline := time.Now().Add(staleEndpointWait); hasActiveEndpoints(err) && time.Now().Before(deadline); {
+		if attached, lerr := d.attachedContainers(ctx, name); lerr != nil || attached > 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return d.wrap(ctx.Err(), "delete network %q", name)
+		case <-time.After(250 * time.Millisecond):
+		}
+		err = cli.NetworkRemove(ctx, name)
 	}
-	return nil
+	if err == nil || errors.Is(d.wrap(err, ""), driver.ErrNotFound) {
+		return nil
+	}
+	if hasActiveEndpoints(err) {
+		if attached, lerr := d.attachedContainers(ctx, name); lerr == nil && attached == 0 {
+			return d.wrap(err, "delete network %q: no container uses it, but dockerd still counts an endpoint on it "+
+				"(a dockerd bug, moby#42119, seen with 20.10 after many concurrent removals; only a restart of dockerd clears it). "+
+				"Restart dockerd and run Terraform again, or leave the empty network behind with `terraform state rm` of this backend "+
+				"and remove it later with `docker network rm %s`", name, name)
+		}
+	}
+	return d.wrap(err, "delete network %q (instances still attached?)", name)
+}
+
+// staleEndpointWait is how long DeleteScope waits for dockerd's endpoint
+// count of an unused network to catch up.
+const staleEndpointWait = 3 * time.Second
+
+func hasActiveEndpoints(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "has active endpoints")
+}
+
+// attachedContainers counts the containers (any state, any owner) on the
+// network.
+func (d *Driver) attachedContainers(ctx context.Context, network string) (int, error) {
+	cli, err := d.api()
+	if err != nil {
+		return 0, err
+	}
+	list, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("network", network))})
+	return len(list), err
 }
 
 // CreateVolume creates the named volume and seeds it from SourceDir. A
