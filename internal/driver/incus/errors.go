@@ -1,6 +1,7 @@
 package incus
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -28,6 +29,8 @@ func translate(err error) error {
 		return fmt.Errorf("%v: %w", err, driver.ErrAlreadyExists)
 	case noAnswer(err):
 		return fmt.Errorf("%v: %s: %w", err, hungHint, driver.ErrUnavailable)
+	case serverDeadline(err):
+		return fmt.Errorf("%v: %s: %w", err, overloadHint, driver.ErrUnavailable)
 	case isConnError(err):
 		return fmt.Errorf("%v: %w", err, driver.ErrUnavailable)
 	}
@@ -36,6 +39,18 @@ func translate(err error) error {
 
 // hungHint is what to check when the server stops answering.
 const hungHint = "the Incus server may be hung (does `incus info` answer? its log is /var/log/incus/incusd.log or the journal)"
+
+// overloadHint is what to check when incusd gives up on its own deadline.
+const overloadHint = "the Incus server gave up on its own deadline (an overloaded incusd: on a 2-core host under load, " +
+	"starts were seen to take over a minute and then fail this way); check its load and log, and apply again " +
+	"(fewer instances at once: terraform -parallelism)"
+
+// serverDeadline reports "context deadline exceeded" in the server's answer
+// (an operation's or a request's error), not our own context ending, which
+// arrives as context.DeadlineExceeded itself.
+func serverDeadline(err error) bool {
+	return !errors.Is(err, context.DeadlineExceeded) && strings.Contains(err.Error(), "context deadline exceeded")
+}
 
 // noAnswer reports a request the transport gave up on (boundAnswers).
 func noAnswer(err error) bool {

@@ -83,3 +83,17 @@ func TestTransportGivesUpOnAHungServer(t *testing.T) {
 		t.Errorf("gave up after %s", time.Since(start))
 	}
 }
+
+// incusd's own deadline in an answer gets the overload advice; our context
+// ending does not.
+func TestServerDeadlineAdvice(t *testing.T) {
+	d := &Driver{backend: "b"}
+	err := d.errf(errors.New("context deadline exceeded"), "start instance %q", "x")
+	if !errors.Is(err, driver.ErrUnavailable) || !strings.Contains(err.Error(), "gave up on its own deadline") {
+		t.Errorf("server's deadline: %v", err)
+	}
+	err = d.errf(context.DeadlineExceeded, "start instance %q", "x")
+	if strings.Contains(err.Error(), "gave up on its own deadline") {
+		t.Errorf("our deadline: %v", err)
+	}
+}
