@@ -24,13 +24,6 @@ var _ provider.Provider = (*sandboxProvider)(nil)
 // EnvSSHPrivateKey supplies ssh_private_key when the provider block leaves it unset.
 const EnvSSHPrivateKey = "SANDBOX_SSH_PRIVATE_KEY"
 
-// New returns the provider factory; version is set by the release build.
-func New(version string) func() provider.Provider {
-	return func() provider.Provider {
-		return &sandboxProvider{version: version}
-	}
-}
-
 type sandboxProvider struct {
 	version string
 	// data is what Configure made, for the server's fast paths (server.go).

@@ -96,18 +96,19 @@ func (s *server) ReadResource(ctx context.Context, req *tfprotov6.ReadResourceRe
 }
 
 // instanceDestroyed reports the plan of a destroy: a prior state and a null
-// proposed state.
+// proposed state. Nothing is decoded: a plan that is not a destroy goes on to
+// instanceUnchanged, which decodes the prior state once.
 func (s *server) instanceDestroyed(req *tfprotov6.PlanResourceChangeRequest) bool {
-	if req.PriorState == nil || req.ProposedNewState == nil {
-		return false
-	}
-	proposed, err := req.ProposedNewState.Unmarshal(s.instanceType)
-	if err != nil || !proposed.IsNull() {
-		return false
-	}
-	prior, err := req.PriorState.Unmarshal(s.instanceType)
-	return err == nil && !prior.IsNull()
+	return isNull(req.ProposedNewState) && req.PriorState != nil && !isNull(req.PriorState)
 }
+
+// isNull reports a value that is null on the wire (MessagePack nil, which is
+// how Terraform sends a null object).
+func isNull(v *tfprotov6.DynamicValue) bool {
+	return v != nil && bytes.Equal(v.MsgPack, msgpackNil)
+}
+
+var msgpackNil = []byte{0xc0}
 
 // readUnchanged reports whether a refresh observes nothing new: the sandbox
 // is still in its backend's list and every observed value equals the one in

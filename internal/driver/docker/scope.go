@@ -100,10 +100,8 @@ func (d *Driver) DeleteScope(ctx context.Context) error {
 	// container on it is gone (moby#42119), most often after many
 	// concurrent removals: the count can catch up, so a network that no
 	// container uses is tried again for a few seconds before giving up.
-	for deadline := time.Now().Add(staleEndpointWait); hasActiveEndpoints(err) && time.Now().Before(deadline); {
-		if attached, lerr := d.attachedContainers(ctx, name); lerr != nil || attached > 0 {
-			break
-		}
+	stale := hasActiveEndpoints(err) && d.unused(ctx, name)
+	for deadline := time.Now().Add(staleEndpointWait); stale && hasActiveEndpoints(err) && time.Now().Before(deadline); {
 		select {
 		case <-ctx.Done():
 			return d.wrap(ctx.Err(), "delete network %q", name)
@@ -111,16 +109,14 @@ func (d *Driver) DeleteScope(ctx context.Context) error {
 		}
 		err = cli.NetworkRemove(ctx, name)
 	}
-	if err == nil || errors.Is(d.wrap(err, ""), driver.ErrNotFound) {
+	switch {
+	case err == nil || errors.Is(d.wrap(err, ""), driver.ErrNotFound):
 		return nil
-	}
-	if hasActiveEndpoints(err) {
-		if attached, lerr := d.attachedContainers(ctx, name); lerr == nil && attached == 0 {
-			return d.wrap(err, "delete network %q: no container uses it, but dockerd still counts an endpoint on it "+
-				"(a dockerd bug, moby#42119, seen with 20.10 after many concurrent removals; only a restart of dockerd clears it). "+
-				"Restart dockerd and run Terraform again, or leave the empty network behind with `terraform state rm` of this backend "+
-				"and remove it later with `docker network rm %s`", name, name)
-		}
+	case stale && hasActiveEndpoints(err):
+		return d.wrap(err, "delete network %q: no container uses it, but dockerd still counts an endpoint on it "+
+			"(a dockerd bug, moby#42119, seen with 20.10 after many concurrent removals; only a restart of dockerd clears it). "+
+			"Restart dockerd and run Terraform again, or leave the empty network behind with `terraform state rm` of this backend "+
+			"and remove it later with `docker network rm %s`", name, name)
 	}
 	return d.wrap(err, "delete network %q (instances still attached?)", name)
 }
@@ -133,15 +129,15 @@ func hasActiveEndpoints(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "has active endpoints")
 }
 
-// attachedContainers counts the containers (any state, any owner) on the
-// network.
-func (d *Driver) attachedContainers(ctx context.Context, network string) (int, error) {
+// unused reports whether no container (any state, any owner) is on the
+// network; false when that cannot be told.
+func (d *Driver) unused(ctx context.Context, network string) bool {
 	cli, err := d.api()
 	if err != nil {
-		return 0, err
+		return false
 	}
 	list, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("network", network))})
-	return len(list), err
+	return err == nil && len(list) == 0
 }
 
 // CreateVolume creates the named volume and seeds it from SourceDir. A
