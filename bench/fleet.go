@@ -259,19 +259,19 @@ func parallel(ctx context.Context, n, par int, fn func(ctx context.Context, i in
 func (b *bench) addRows(label string, n int, m *measurement, goalApply, goalDestroy string) {
 	t := b.table
 	t.add(row{backend: label, n: n, op: "apply", prov: median(m.apply), eng: median(m.engApply), goal: goalApply,
-		note: cpuNote(m.cpuApply) + rssSuffix(m.rssApply)})
+		note: cpuNote(m.cpuApply) + rssSuffix(m.rssApply) + t.floorNote(n, "apply", median(m.engApply))})
 	note := "empty: " + emptyNote(m.replanEmpty)
 	if m.replanDiff != "" {
 		note += " (" + oneLine(m.replanDiff) + ")"
 	}
 	goal := ""
-	if n == 50 {
+	if n == 50 && goalApply != "" {
 		goal = "< 0.5 s"
 	}
 	t.add(row{backend: label, n: n, op: "re-plan", prov: median(m.replan), eng: median(m.engList), engWhat: "list", noRatio: true,
 		goal: goal, note: note + "; " + cpuNote(m.cpuReplan) + rssSuffix(m.rssReplan)})
 	t.add(row{backend: label, n: n, op: "destroy", prov: median(m.destroy), eng: median(m.engDestroy), goal: goalDestroy,
-		note: cpuNote(m.cpuDestroy) + rssSuffix(m.rssDestroy)})
+		note: cpuNote(m.cpuDestroy) + rssSuffix(m.rssDestroy) + t.floorNote(n, "destroy", median(m.engDestroy))})
 }
 
 func emptyNote(e []bool) string {

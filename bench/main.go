@@ -62,13 +62,13 @@ type options struct {
 
 func main() {
 	var o options
-	defBackends := "docker,local,ssh,tls,incus"
+	defBackends := "floor,docker,local,ssh,tls,incus"
 	if v, ok := os.LookupEnv("BENCH_BACKENDS"); ok {
 		defBackends = v
 	}
 	defTrace, _ := strconv.Atoi(os.Getenv("BENCH_TRACE"))
 	backends := flag.String("backends", defBackends,
-		"backends to measure (docker, local, ssh, tls, incus; default $BENCH_BACKENDS); ones whose engine does not answer are reported as not measured")
+		"backends to measure (floor, docker, local, ssh, tls, incus; default $BENCH_BACKENDS); ones whose engine does not answer are reported as not measured; floor is a provider that does nothing (run it first)")
 	defRepeat := 1
 	if v, err := strconv.Atoi(os.Getenv("BENCH_REPEAT")); err == nil && v > 0 {
 		defRepeat = v
@@ -121,7 +121,7 @@ func run(ctx context.Context, o options) int {
 		}
 		sc, ok := scenarios[name]
 		if !ok {
-			logf("unknown backend %q (docker, local, ssh, tls, incus)", name)
+			logf("unknown backend %q (floor, docker, local, ssh, tls, incus)", name)
 			failed = true
 			continue
 		}
@@ -169,6 +169,7 @@ func skipf(format string, a ...any) error { return skipError{fmt.Sprintf(format,
 
 // scenarios run the measurements of one backend and add rows to the table.
 var scenarios = map[string]func(context.Context, *bench) error{
+	"floor":  runFloor,
 	"docker": runDocker,
 	"ssh":    runSSH,
 	"tls":    runTLS,

@@ -71,10 +71,11 @@ func newBench(ctx context.Context, o options) (*bench, error) {
 	rc := fmt.Sprintf(`provider_installation {
   dev_overrides {
     "sandboxfleet/sandbox" = %q
+    "sandboxfleet/noop"    = %q
   }
   direct {}
 }
-`, b.pluginD)
+`, b.pluginD, b.pluginD)
 	if err := os.WriteFile(b.rcFile, []byte(rc), 0o644); err != nil {
 		return b, err
 	}
@@ -118,9 +119,15 @@ func (b *bench) newWorkdir(name, config string) (*workdir, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
+	// Only the provider the configuration uses: Terraform starts every
+	// required provider for its schema.
+	local := "sandbox"
+	if strings.Contains(config, `"noop_`) {
+		local = "noop"
+	}
 	hcl := `terraform {
   required_providers {
-    sandbox = { source = "sandboxfleet/sandbox" }
+    ` + local + ` = { source = "sandboxfleet/` + local + `" }
   }
 }
 

@@ -248,9 +248,7 @@ func (r *backendResource) Delete(ctx context.Context, req resource.DeleteRequest
 		return
 	}
 	if err := d.DeleteScope(ctx); err != nil && !driver.IsNotFound(err) {
-		resp.Diagnostics.AddError(sum, fmt.Sprintf("%s: deleting the backend's scope failed: %v.\n\n"+
-			"If objects not managed by Terraform still use it, remove them (they carry the label %s=%s) and run Terraform again.",
-			backendLabel(cfg), err, driver.LabelBackend, cfg.Name))
+		resp.Diagnostics.Append(driverError(sum, cfg, "deleting the backend's scope", err))
 	}
 }
 

@@ -70,7 +70,10 @@ func endpoint(cfg driver.Config) string {
 // advice says what to do about err.
 func advice(cfg driver.Config, err error) string {
 	var hk *sshconn.HostKeyError
+	var advised *driver.AdvisedError
 	switch {
+	case errors.As(err, &advised):
+		return advised.Advice
 	case errors.As(err, &hk):
 		return hostKeyAdvice
 	case errors.Is(err, sshconn.ErrAuth):
@@ -86,6 +89,9 @@ func advice(cfg driver.Config, err error) string {
 	case errors.Is(err, driver.ErrAlreadyExists):
 		return "An object with this name already exists on the engine and is not managed by this configuration. " +
 			"Choose another name, remove the object, or bring it under management with `terraform import`."
+	case errors.Is(err, driver.ErrInUse):
+		return fmt.Sprintf("Objects the backend did not delete still use it. If Terraform does not manage them, remove them "+
+			"(they carry the label %s=%s) and run Terraform again.", driver.LabelBackend, cfg.Name)
 	case errors.Is(err, driver.ErrUnsupported):
 		return "This backend cannot do this. Change the configuration or use a backend whose `capabilities` include what is needed."
 	case errors.Is(err, driver.ErrNotFound) && strings.Contains(strings.ToLower(err.Error()), "image"):

@@ -132,7 +132,8 @@ func TestDeleteScopeInUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := d.DeleteScope(ctxT(t))
-	if err == nil || !strings.Contains(err.Error(), "instances still attached") || strings.Contains(err.Error(), "moby#42119") {
+	var advised *driver.AdvisedError
+	if !errors.Is(err, driver.ErrInUse) || errors.As(err, &advised) || strings.Contains(err.Error(), "moby#42119") {
 		t.Fatalf("err = %v", err)
 	}
 }

@@ -69,6 +69,7 @@ var podmanConflictCauses = []string{
 	"that name is already in use",
 	"network already exists",
 	"volume already exists",
+	"network is being used", // removing a network that containers are on
 }
 
 // podmanError returns err marked as a conflict when it is one of Podman's

@@ -19,9 +19,10 @@ func TestPodmanErrorMapsConflicts(t *testing.T) {
 	}
 	for msg, conflict := range map[string]bool{
 		`container create: the container name "b-x" is already in use by 12ab. You have to remove that container to be able to reuse that name: that name is already in use`: true,
-		"network name sandbox-b already used: network already exists": true,
-		"volume with name b-v already exists: volume already exists":  true,
-		"runc: runc create failed: unable to start container process": false,
+		"network name sandbox-b already used: network already exists":                                                         true,
+		"volume with name b-v already exists: volume already exists":                                                          true,
+		`"sandbox-b" has associated containers with it. Use -f to forcibly delete containers and pods: network is being used`: true,
+		"runc: runc create failed: unable to start container process":                                                         false,
 	} {
 		err := podmanError(internal(msg))
 		if got := cerrdefs.IsConflict(err); got != conflict {

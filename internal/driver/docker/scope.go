@@ -113,12 +113,14 @@ func (d *Driver) DeleteScope(ctx context.Context) error {
 	case err == nil || errors.Is(d.wrap(err, ""), driver.ErrNotFound):
 		return nil
 	case stale && hasActiveEndpoints(err):
-		return d.wrap(err, "delete network %q: no container uses it, but dockerd still counts an endpoint on it "+
-			"(a dockerd bug, moby#42119, seen with 20.10 after many concurrent removals; only a restart of dockerd clears it). "+
-			"Restart dockerd and run Terraform again, or leave the empty network behind with `terraform state rm` of this backend "+
-			"and remove it later with `docker network rm %s`", name, name)
+		return driver.WithAdvice(d.wrap(err, "delete network %q: no container uses it, but dockerd still counts an endpoint on it "+
+			"(a dockerd bug, moby#42119, seen with 20.10 after many concurrent removals)", name),
+			fmt.Sprintf("Only a restart of dockerd clears the count. Restart dockerd and run Terraform again, or leave the empty "+
+				"network behind with `terraform state rm` of this backend and remove it later with `docker network rm %s`.", name))
+	case hasActiveEndpoints(err) || isConflict(err):
+		return d.wrap(fmt.Errorf("%w (%v)", driver.ErrInUse, err), "delete network %q: containers are still attached", name)
 	}
-	return d.wrap(err, "delete network %q (instances still attached?)", name)
+	return d.wrap(err, "delete network %q", name)
 }
 
 // staleEndpointWait is how long DeleteScope waits for dockerd's endpoint

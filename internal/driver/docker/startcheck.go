@@ -73,9 +73,22 @@ func (d *Driver) checkStarted(ctx context.Context, id string) (container.Inspect
 		if !withAgent(c.Config.Entrypoint) {
 			return c, nil
 		}
-		ready, known := d.agentReady(ctx, id, c.State.Pid)
-		if !known {
-			unknown++
+		var ready bool
+		if d.ep.local && c.State.Pid > 0 {
+			// The process is on this host: watch it without asking the
+			// engine again, and inspect once more only if it went away.
+			var gone bool
+			if ready, gone, err = waitAgentLocally(ctx, c.State.Pid, deadline); err != nil {
+				return c, err
+			}
+			if gone { // exited meanwhile, or its pid is not visible here
+				unknown++
+			}
+		} else {
+			var known bool
+			if ready, known = d.agentReady(ctx, id); !known {
+				unknown++
+			}
 		}
 		if ready || unknown >= 3 || time.Now().After(deadline) {
 			return c, nil
@@ -91,16 +104,10 @@ func (d *Driver) checkStarted(ctx context.Context, id string) (container.Inspect
 	}
 }
 
-// agentReady reports whether PID 1 of the container has named itself
-// agent.ReadyName. It reads /proc of this host when the engine's pids are
-// visible here (a local engine), else asks the engine (`top`). known is
-// false when neither can tell.
-func (d *Driver) agentReady(ctx context.Context, id string, pid int) (ready, known bool) {
-	if d.ep.local && pid > 0 {
-		if b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm"); err == nil {
-			return strings.TrimSpace(string(b)) == agent.ReadyName, true
-		}
-	}
+// agentReady asks the engine (`top`) whether PID 1 of a container on
+// another host has named itself agent.ReadyName. known is false when the
+// engine cannot tell.
+func (d *Driver) agentReady(ctx context.Context, id string) (ready, known bool) {
 	cli, err := d.api()
 	if err != nil {
 		return false, false
@@ -154,4 +161,27 @@ func (d *Driver) logTail(ctx context.Context, id string, n int) string {
 // withAgent reports whether the entrypoint runs the agent as init.
 func withAgent(entrypoint []string) bool {
 	return len(entrypoint) > 1 && entrypoint[0] == agent.PathInInstance && entrypoint[1] == "init"
+}
+
+// waitAgentLocally polls /proc/PID/comm of a container's agent on this
+// host until it names itself ready, the deadline passes (ready too: as long
+// as it runs, the sandbox counts as started) or the process is gone (it
+// exited, and the caller inspects again to see how; or this provider runs
+// in another pid namespace than the engine, and /proc cannot tell).
+func waitAgentLocally(ctx context.Context, pid int, deadline time.Time) (ready, gone bool, err error) {
+	comm := "/proc/" + strconv.Itoa(pid) + "/comm"
+	for delay := 2 * time.Millisecond; ; delay = min(2*delay, 20*time.Millisecond) {
+		b, readErr := os.ReadFile(comm)
+		if readErr != nil {
+			return false, true, nil //nolint:nilerr // no such process here: the caller asks the engine
+		}
+		if strings.TrimSpace(string(b)) == agent.ReadyName || time.Now().After(deadline) {
+			return true, false, nil
+		}
+		select {
+		case <-ctx.Done():
+			return false, false, ctx.Err()
+		case <-time.After(delay):
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package drivertest
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -45,6 +46,12 @@ func testScopeIdempotent(t *testing.T, s *suite) {
 	// The re-created scope must be usable.
 	in := sc.create(t, sc.spec("scope"))
 	sc.expectOutput(t, in.ID, "echo ok", "ok\n")
+
+	// A scope still in use is refused as such, and what uses it is intact.
+	if err := sc.d.DeleteScope(ctx(t)); !errors.Is(err, driver.ErrInUse) {
+		t.Fatalf("DeleteScope with an instance in it: got %v, want an error wrapping driver.ErrInUse", err)
+	}
+	sc.expectOutput(t, in.ID, "echo still", "still\n")
 }
 
 func testLifecycle(t *testing.T, s *suite) {

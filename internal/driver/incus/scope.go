@@ -98,7 +98,11 @@ func (d *Driver) DeleteScope(ctx context.Context) error {
 	if err := d.deleteCopiedImages(ctx); err != nil {
 		return err
 	}
-	return d.errf(g.DeleteProject(d.cfg.Project), "delete project %q (it must be empty)", d.cfg.Project)
+	err = g.DeleteProject(d.cfg.Project)
+	if err != nil && strings.Contains(err.Error(), "Only empty projects can be removed") {
+		err = fmt.Errorf("%w (%v)", driver.ErrInUse, err)
+	}
+	return d.errf(err, "delete project %q: instances, volumes or images are still in it", d.cfg.Project)
 }
 
 // Info reports the server and its capabilities; VMs only when the server

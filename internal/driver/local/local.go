@@ -228,7 +228,7 @@ func (d *Driver) DeleteScope(_ context.Context) error {
 		}
 		for _, e := range entries {
 			if !strings.HasPrefix(e.Name(), ".") { // hidden: leftovers of an interrupted create or delete
-				return d.errf("%s still holds %s %q; delete it first", d.root, strings.TrimSuffix(sub, "s"), e.Name())
+				return d.errf("%s holds %s %q: %w", d.root, strings.TrimSuffix(sub, "s"), e.Name(), driver.ErrInUse)
 			}
 		}
 	}
