@@ -3,7 +3,7 @@
 // must be empty) and `terraform destroy` of a fleet, each beside the same
 // work done directly against the engine, and prints a table with the goals.
 //
-//	go run ./bench [-backends docker,local,ssh,tls,incus] [-repeat N] [-sizes 10,50]
+//	go run ./bench [-backends floor,docker,local,ssh,tls,incus] [-repeat N] [-sizes 10,50]
 //	               [-unrelated 600] [-quick] [-trace N] [-v]
 //
 // Environment: BENCH_BACKENDS, BENCH_REPEAT (runs per measurement, median
@@ -23,7 +23,11 @@
 // creates and starts the same objects parallelism at a time, on a client
 // that keeps connections alive, then removes them. "re-plan (floor)" is a
 // re-plan of the backend alone: what terraform and the plugin cost before
-// any instance. The notes give the CPU terraform and its plugin processes
+// any instance. The "floor" backend (run first) is a provider that does
+// nothing (bench/noopprovider) applying, re-planning and destroying fleets
+// of every measured size: Terraform's and the plugin protocol's own time,
+// which no provider can go below; the other backends' apply and destroy
+// rows then say which ratio to the engine that floor leaves reachable. The notes give the CPU terraform and its plugin processes
 // used and the plugin's peak RSS (VmHWM, polled from /proc). -trace runs a
 // fleet through a counting proxy on the engine's socket and lists the API
 // calls of each command.

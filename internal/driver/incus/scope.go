@@ -95,6 +95,16 @@ func (d *Driver) DeleteScope(ctx context.Context) error {
 	if !d.ours(p.Config) {
 		return nil // not created by this backend: leave it
 	}
+	// Instances left in it: refuse before dropping the image copies, which
+	// a backend that stays would otherwise have to copy again.
+	c, err := d.client(ctx)
+	if err != nil {
+		return err
+	}
+	if names, err := c.GetInstanceNames(api.InstanceTypeAny); err == nil && len(names) > 0 {
+		return d.errf(fmt.Errorf("%w: instances %s", driver.ErrInUse, strings.Join(names, ", ")),
+			"delete project %q", d.cfg.Project)
+	}
 	if err := d.deleteCopiedImages(ctx); err != nil {
 		return err
 	}
