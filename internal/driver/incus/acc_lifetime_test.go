@@ -5,7 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lxc/incus/v6/shared/api"
+
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
+	sandboxincus "github.com/sandboxfleet/terraform-provider-sandbox/internal/driver/incus"
 )
 
 // A system container (the image's init stays PID 1) with a lifetime: the
@@ -37,6 +40,47 @@ func TestSystemContainerLifetime(t *testing.T) {
 	if err := d.StartInstance(testCtx(t), in.ID); err != nil {
 		t.Fatalf("start past the deadline: %v", err)
 	}
+	waitStopped(t, d, in.ID, 20*time.Second)
+}
+
+// A system container restarted outside the driver (incus restart, a host
+// reboot) keeps its lifetime: the start hook arms the watcher again, so it
+// still stops at its deadline, and a start by anyone past the deadline ends
+// at once.
+func TestSystemContainerLifetimeSurvivesOutsideRestart(t *testing.T) {
+	preCheck(t)
+	testLifetimeSurvivesOutsideRestart(t, nil)
+}
+
+func testLifetimeSurvivesOutsideRestart(t *testing.T, mutate func(*driver.IncusConfig)) {
+	d := scoped(t, mutate)
+	in, err := d.CreateInstance(testCtx(t), driver.InstanceSpec{
+		Name: "ttl-restart", Image: fixtureImage, Running: true, Lifetime: 12 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := rawClient(t, in.Labels[driver.LabelBackend])
+	setState := func(action string) {
+		t.Helper()
+		op, err := c.UpdateInstanceState(in.ID, api.InstanceStatePut{Action: action, Force: true, Timeout: -1}, "")
+		if err == nil {
+			err = op.WaitContext(testCtx(t))
+		}
+		if err != nil {
+			t.Fatalf("%s %s outside the driver: %v", action, in.ID, err)
+		}
+	}
+	setState("restart")
+	if time.Until(in.ExpiresAt) < 2*time.Second {
+		t.Fatalf("the restart took too long to tell anything: expires at %v", in.ExpiresAt)
+	}
+	res, err := d.Exec(testCtx(t), in.ID, driver.ExecSpec{Command: []string{"sh", "-c", "kill -0 $(cat " + sandboxincus.WatcherPidFile + ")"}})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("after the restart no watcher runs: exit %d, %q, %v", res.ExitCode, res.Stderr, err)
+	}
+	waitStopped(t, d, in.ID, time.Until(in.ExpiresAt)+20*time.Second)
+	setState("start")
 	waitStopped(t, d, in.ID, 20*time.Second)
 }
 

@@ -37,6 +37,12 @@ func TestConformanceSSH(t *testing.T) {
 	})
 }
 
+// Over SSH the agent is uploaded, not bind-mounted: a system container
+// with a lifetime gets it before its first start, for its start hook.
+func TestSSHSystemContainerLifetime(t *testing.T) {
+	testLifetimeSurvivesOutsideRestart(t, sshIncus(t))
+}
+
 // A host key that does not match is refused: nothing is trusted silently.
 func TestSSHWrongHostKey(t *testing.T) {
 	mutate := sshIncus(t)

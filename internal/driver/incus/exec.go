@@ -263,12 +263,14 @@ func (d *Driver) uploadAgent(ctx context.Context, c incus.InstanceServer, id str
 	return d.copyFiles(ctx, c, id, []driver.File{{Path: agent.PathInInstance, Source: bin, Mode: 0o755}})
 }
 
-// startWatcher arranges the engine-side stop at the deadline for instances
-// whose PID 1 is not the agent (system containers and VMs): a detached
-// agent that powers the instance off at the deadline (watcherCommand). It
-// runs after every start, since a stop ends it.
+// startWatcher arranges the engine-side stop at the deadline of a VM: a
+// detached agent, started through the guest agent, that powers it off at
+// the deadline (watcherCommand). It runs after every start the driver makes,
+// since a stop ends it; a VM restarted by other means runs on unwatched.
+// Containers need none of this: the agent is PID 1 (command) or their
+// start hook launches the watcher (lxc.go).
 func (d *Driver) startWatcher(ctx context.Context, c incus.InstanceServer, spec driver.InstanceSpec, deadline time.Time) error {
-	if deadline.IsZero() || commandMode(spec) {
+	if deadline.IsZero() || spec.Type != driver.TypeVM {
 		return nil
 	}
 	argv := watcherCommand(deadline)

@@ -32,9 +32,11 @@
 //   - The agent is bind-mounted read-only into every local container at
 //     /.sandbox/sandbox-agent; remote servers get a copy when it is needed.
 //   - lifetime: with command, the agent as PID 1 stops everything at the
-//     deadline; without (system containers, VMs), a detached `agent
-//     poweroff --at` started after every start powers the instance off
-//     (watcherCommand), for which containers keep CAP_SYS_BOOT.
+//     deadline; without, a detached `agent poweroff --at` powers the
+//     instance off (watcherCommand), for which containers keep
+//     CAP_SYS_BOOT. A system container launches it from its LXC start hook
+//     (lxc.go), so on every start, also a restart outside Terraform; a VM
+//     gets it through its guest agent after each start the driver makes.
 //   - type = "vm": refused before anything is created when the server has
 //     no qemu driver (checkVMs); the provider checks the same at plan time.
 //   - ports: proxy devices (ports.go); VMs are reached on their own address.

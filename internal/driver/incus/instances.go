@@ -92,7 +92,7 @@ func (d *Driver) createInstance(ctx context.Context, c incus.InstanceServer, req
 // needsPrestart tells whether files or directories must be put into the
 // container before it starts (finishCreate).
 func (d *Driver) needsPrestart(spec driver.InstanceSpec, plan instancePlan) bool {
-	dirs, files := prestart(spec)
+	dirs, files := prestart(spec, plan.Deadline)
 	return d.uploadsAgent(spec) || len(dirs)+len(files)+len(mountTargets(plan)) > 0
 }
 
@@ -156,25 +156,21 @@ func (d *Driver) finishCreate(ctx context.Context, c incus.InstanceServer, spec 
 			return err
 		}
 	}
-	dirs, files := prestart(spec)
+	dirs, files := prestart(spec, plan.Deadline)
 	files = append(mountTargets(plan), files...)
 	if err := d.putAll(ctx, c, spec.Name, dirs, files); err != nil {
 		return err
 	}
 	if spec.Running && !started {
-		if err := d.start(ctx, c, spec.Name); err != nil {
-			return err
-		}
-	}
-	if spec.Running {
-		return d.startWatcher(ctx, c, spec, plan.Deadline)
+		return d.start(ctx, c, spec.Name) // a lifetime's watcher starts from the start hook (lxc.go)
 	}
 	return nil
 }
 
-// uploadsAgent: a remote server cannot bind-mount our binary, so it is copied.
+// uploadsAgent: a remote server cannot bind-mount our binary, so it is
+// copied, for a container whose PID 1 or start hook runs it.
 func (d *Driver) uploadsAgent(spec driver.InstanceSpec) bool {
-	return d.remote && agentInit(spec) && spec.Type != driver.TypeVM
+	return d.remote && (agentInit(spec) || needsWatcher(spec)) && spec.Type != driver.TypeVM
 }
 
 // planInstance resolves the image, the networks, the agent and the ports.
@@ -456,8 +452,8 @@ func globalAddr(n api.InstanceStateNetwork) string {
 	return ""
 }
 
-// StartInstance starts a stopped instance and re-launches its lifetime
-// watcher (system containers).
+// StartInstance starts a stopped instance and, on a VM, re-launches its
+// lifetime watcher (containers arm theirs as they start).
 func (d *Driver) StartInstance(ctx context.Context, id string) error {
 	c, id, err := d.instanceClient(ctx, id)
 	if err != nil {
@@ -473,15 +469,11 @@ func (d *Driver) StartInstance(ctx context.Context, id string) error {
 	if err := d.start(ctx, c, id); err != nil {
 		return err
 	}
-	spec := driver.InstanceSpec{Name: id, Type: driver.TypeContainer}
-	if inst.Type == string(api.InstanceTypeVM) {
-		spec.Type = driver.TypeVM
-	}
-	if inst.Config[keyCommand] == "1" {
-		spec.Command = []string{"-"} // the agent is PID 1 and handles the deadline
+	if inst.Type != string(api.InstanceTypeVM) {
+		return nil
 	}
 	deadline, _ := time.Parse(time.RFC3339, inst.Config[labelKey(driver.LabelExpiresAt)])
-	return d.startWatcher(ctx, c, spec, deadline)
+	return d.startWatcher(ctx, c, driver.InstanceSpec{Name: id, Type: driver.TypeVM}, deadline)
 }
 
 // StopInstance stops gracefully within grace, then forcibly.

@@ -17,13 +17,19 @@ import (
 // with a command, the command as PID 1. "" when there is nothing to set.
 func rawLXC(s driver.InstanceSpec, deadline time.Time) (string, error) {
 	sec := s.Security
+	var lines []string
 	if needsWatcher(s) {
 		// The lifetime watcher powers the container off with reboot(2),
 		// which needs CAP_SYS_BOOT; in a container it can only end the
 		// container itself.
 		sec.CapAdd = append(append([]string(nil), sec.CapAdd...), "SYS_BOOT")
+		// LXC runs the hook in the container before every start of its
+		// init, also one outside Terraform (incus restart, a host reboot):
+		// the watcher is armed whoever starts it. Hook version 1 passes
+		// LXC's details in the environment instead of appending arguments.
+		lines = append(lines, "lxc.hook.version = 1", "lxc.hook.start = "+lifetimeHook)
 	}
-	lines := securityLines(sec)
+	lines = append(lines, securityLines(sec)...)
 	if commandMode(s) {
 		cmd, err := commandLines(s, deadline)
 		if err != nil {
@@ -144,6 +150,18 @@ func needsArgvFile(argv []string) bool {
 // needsWatcher reports whether the lifetime is kept by a detached
 // `agent poweroff` (startWatcher) rather than by the agent as PID 1: system
 // containers and VMs, whose image's init stays PID 1.
+// lifetimeHook is the LXC start hook of a system container with a lifetime:
+// a script that launches the watcher (watcherCommand) detached and returns.
+// LXC checks that the hook is a file in the container, so the command and
+// its deadline are written into it (prestart), not onto the hook line.
+const lifetimeHook = "/.sandbox/lifetime-hook"
+
+// lifetimeHookScript is that script for a deadline.
+func lifetimeHookScript(deadline time.Time) []byte {
+	return []byte("#!/bin/sh\n# Written by terraform-provider-sandbox: arms the lifetime watcher on every start.\nexec " +
+		strings.Join(watcherCommand(deadline), " ") + "\n")
+}
+
 func needsWatcher(s driver.InstanceSpec) bool {
 	return s.Lifetime > 0 && !commandMode(s)
 }

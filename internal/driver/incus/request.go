@@ -216,12 +216,16 @@ var limitKeys = []string{"limits.cpu", "limits.cpu.allowance", "limits.memory", 
 // prestart lists the directories and files to create before the first start:
 // the working directory, the command's argv file and the user's files, and
 // on a read-only root the agent's state directory (a tmpfs mount point).
-func prestart(s driver.InstanceSpec) (dirs []string, files []driver.File) {
+func prestart(s driver.InstanceSpec, deadline time.Time) (dirs []string, files []driver.File) {
 	if s.Workdir != "" {
 		dirs = append(dirs, s.Workdir)
 	}
-	if s.Security.ReadOnlyRootfs {
+	hook := needsWatcher(s) && s.Type != driver.TypeVM
+	if s.Security.ReadOnlyRootfs || hook {
 		dirs = append(dirs, runDir)
+	}
+	if hook {
+		files = append(files, driver.File{Path: lifetimeHook, Content: lifetimeHookScript(deadline), Mode: 0o755})
 	}
 	if commandMode(s) && needsArgvFile(s.Command) {
 		files = append(files, driver.File{Path: commandArgvFile, Content: agent.ArgvFileContent(s.Command), Mode: 0o644})

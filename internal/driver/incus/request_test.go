@@ -145,7 +145,7 @@ func TestCommandWithSpacesUsesArgvFile(t *testing.T) {
 	if !strings.Contains(raw, "lxc.init.cmd = /.sandbox/sandbox-agent init --grace 10s --argv-file "+commandArgvFile+"\n") {
 		t.Errorf("raw.lxc does not read the argv file:\n%s", raw)
 	}
-	_, files := prestart(spec)
+	_, files := prestart(spec, time.Time{})
 	if len(files) != 1 || files[0].Path != commandArgvFile {
 		t.Fatalf("prestart files %+v, want the argv file", files)
 	}
@@ -155,8 +155,9 @@ func TestCommandWithSpacesUsesArgvFile(t *testing.T) {
 	}
 }
 
-// Lifetime without command: a detached `agent poweroff`, which needs
-// CAP_SYS_BOOT even when the user drops every capability.
+// Lifetime without command: a detached `agent poweroff`, launched by the
+// container's LXC start hook (so on every start, whoever makes it), which
+// needs CAP_SYS_BOOT even when the user drops every capability.
 func TestWatcherRequest(t *testing.T) {
 	deadline := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	want := []string{"/.sandbox/sandbox-agent", "service", "--log", watcherLog, "--pidfile", watcherPidFile, "--",
@@ -164,14 +165,26 @@ func TestWatcherRequest(t *testing.T) {
 	if got := watcherCommand(deadline); !reflect.DeepEqual(got, want) {
 		t.Errorf("watcherCommand = %q\nwant %q", got, want)
 	}
+	hook := "lxc.hook.version = 1\nlxc.hook.start = " + lifetimeHook + "\n"
 	spec := driver.InstanceSpec{Lifetime: time.Hour, Security: driver.Security{CapDrop: []string{"ALL"}}}
 	raw, err := rawLXC(spec, deadline)
-	if err != nil || raw != "lxc.cap.keep = sys_boot\n" {
-		t.Errorf("raw.lxc = %q, %v; want sys_boot kept", raw, err)
+	if err != nil || raw != hook+"lxc.cap.keep = sys_boot\n" {
+		t.Errorf("raw.lxc = %q, %v; want the start hook and sys_boot kept", raw, err)
 	}
 	spec.Security = driver.Security{CapDrop: []string{"SYS_BOOT", "NET_RAW"}}
-	if raw, _ := rawLXC(spec, deadline); raw != "lxc.cap.drop = net_raw\n" {
+	if raw, _ := rawLXC(spec, deadline); raw != hook+"lxc.cap.drop = net_raw\n" {
 		t.Errorf("raw.lxc = %q; want sys_boot not dropped", raw)
+	}
+	dirs, files := prestart(spec, deadline)
+	wantScript := "#!/bin/sh\n# Written by terraform-provider-sandbox: arms the lifetime watcher on every start.\nexec " +
+		strings.Join(want, " ") + "\n"
+	if len(files) != 1 || files[0].Path != lifetimeHook || files[0].Mode != 0o755 || string(files[0].Content) != wantScript ||
+		!reflect.DeepEqual(dirs, []string{runDir}) {
+		t.Errorf("prestart = %q, %+v; want %s (0755) holding\n%s", dirs, files, lifetimeHook, wantScript)
+	}
+	// A VM has no LXC: its watcher is started through its guest agent.
+	if _, files := prestart(driver.InstanceSpec{Type: driver.TypeVM, Lifetime: time.Hour}, deadline); len(files) != 0 {
+		t.Errorf("VM prestart files %+v", files)
 	}
 	if _, err := buildInstance(basePlan(driver.InstanceSpec{Type: driver.TypeVM, Lifetime: time.Hour})); err != nil {
 		t.Errorf("VM with a lifetime: %v", err)
