@@ -73,18 +73,18 @@ func (d *Driver) checkStarted(ctx context.Context, id string) (container.Inspect
 		if !withAgent(c.Config.Entrypoint) {
 			return c, nil
 		}
-		var ready bool
+		var ready, gone bool
 		if d.ep.local && c.State.Pid > 0 {
-			// The process is on this host: watch it without asking the
-			// engine again, and inspect once more only if it went away.
-			var gone bool
+			// The process may be on this host: watch it without asking the
+			// engine again while /proc shows it.
 			if ready, gone, err = waitAgentLocally(ctx, c.State.Pid, deadline); err != nil {
 				return c, err
 			}
-			if gone { // exited meanwhile, or its pid is not visible here
-				unknown++
-			}
-		} else {
+		}
+		if gone || !d.ep.local || c.State.Pid <= 0 {
+			// It exited meanwhile (the next inspect tells how), or its pid
+			// is not visible here (an engine in a VM, a provider in another
+			// pid namespace): the engine's `top` can tell.
 			var known bool
 			if ready, known = d.agentReady(ctx, id); !known {
 				unknown++
@@ -104,9 +104,9 @@ func (d *Driver) checkStarted(ctx context.Context, id string) (container.Inspect
 	}
 }
 
-// agentReady asks the engine (`top`) whether PID 1 of a container on
-// another host has named itself agent.ReadyName. known is false when the
-// engine cannot tell.
+// agentReady asks the engine (`top`) whether PID 1 of a container whose
+// processes this host cannot see has named itself agent.ReadyName. known is
+// false when the engine cannot tell (the container is no longer running).
 func (d *Driver) agentReady(ctx context.Context, id string) (ready, known bool) {
 	cli, err := d.api()
 	if err != nil {
@@ -165,9 +165,8 @@ func withAgent(entrypoint []string) bool {
 
 // waitAgentLocally polls /proc/PID/comm of a container's agent on this
 // host until it names itself ready, the deadline passes (ready too: as long
-// as it runs, the sandbox counts as started) or the process is gone (it
-// exited, and the caller inspects again to see how; or this provider runs
-// in another pid namespace than the engine, and /proc cannot tell).
+// as it runs, the sandbox counts as started) or /proc has no such process
+// (gone: it exited, or the engine's pids are not visible here).
 func waitAgentLocally(ctx context.Context, pid int, deadline time.Time) (ready, gone bool, err error) {
 	comm := "/proc/" + strconv.Itoa(pid) + "/comm"
 	for delay := 2 * time.Millisecond; ; delay = min(2*delay, 20*time.Millisecond) {

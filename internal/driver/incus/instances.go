@@ -136,8 +136,9 @@ func (d *Driver) nameOf(id string) (string, error) {
 	return engineName(d.backend, id), nil
 }
 
-// finishCreate copies the agent and files in, starts the instance and, on
-// system containers with a lifetime, launches the expiry watcher.
+// finishCreate copies the agent and files in (a system container with a
+// lifetime: also its start hook) and starts the instance; a VM with a
+// lifetime gets its watcher through its guest agent.
 func (d *Driver) finishCreate(ctx context.Context, c incus.InstanceServer, spec driver.InstanceSpec, plan instancePlan, started bool) error {
 	if spec.Type == driver.TypeVM {
 		// A VM takes files only through its guest agent, once booted.
@@ -198,9 +199,9 @@ func (d *Driver) planInstance(ctx context.Context, c incus.InstanceServer, spec 
 	if !d.remote && spec.Type != driver.TypeVM {
 		// Every local container gets the agent (initializers exec it), as a
 		// read-only bind mount: free, unlike a copy per instance. It is
-		// required only when it is PID 1.
+		// required when it is PID 1 or the lifetime's start hook runs it.
 		path, err := agent.BinaryPath()
-		if err != nil && agentInit(spec) {
+		if err != nil && (agentInit(spec) || needsWatcher(spec)) {
 			return plan, release, err
 		}
 		plan.AgentHostPath = path

@@ -1,8 +1,9 @@
 package incus
 
 // The raw.lxc of containers: the user's command as PID 1 (LXC's
-// lxc.init.cmd replaces the image's init) and the hardening of
-// driver.Security, which Incus has no keys for.
+// lxc.init.cmd replaces the image's init), the lifetime watcher's start hook
+// of system containers, and the hardening of driver.Security, which Incus
+// has no keys for.
 
 import (
 	"fmt"
@@ -13,8 +14,9 @@ import (
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
 )
 
-// rawLXC is the raw.lxc of a container: the hardening of spec.Security and,
-// with a command, the command as PID 1. "" when there is nothing to set.
+// rawLXC is the raw.lxc of a container: the hardening of spec.Security,
+// with a command the command as PID 1, and without one but with a lifetime
+// the start hook that arms its watcher. "" when there is nothing to set.
 func rawLXC(s driver.InstanceSpec, deadline time.Time) (string, error) {
 	sec := s.Security
 	var lines []string
@@ -147,9 +149,6 @@ func needsArgvFile(argv []string) bool {
 	return false
 }
 
-// needsWatcher reports whether the lifetime is kept by a detached
-// `agent poweroff` (startWatcher) rather than by the agent as PID 1: system
-// containers and VMs, whose image's init stays PID 1.
 // lifetimeHook is the LXC start hook of a system container with a lifetime:
 // a script that launches the watcher (watcherCommand) detached and returns.
 // LXC checks that the hook is a file in the container, so the command and
@@ -162,6 +161,10 @@ func lifetimeHookScript(deadline time.Time) []byte {
 		strings.Join(watcherCommand(deadline), " ") + "\n")
 }
 
+// needsWatcher reports whether the lifetime is kept by a detached
+// `agent poweroff` rather than by the agent as PID 1: system containers
+// (launched by their start hook) and VMs (by startWatcher), whose image's
+// init stays PID 1.
 func needsWatcher(s driver.InstanceSpec) bool {
 	return s.Lifetime > 0 && !commandMode(s)
 }

@@ -101,6 +101,7 @@ func (d *Driver) DeleteScope(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// A failed list is not fatal: the project's deletion then says why.
 	if names, err := c.GetInstanceNames(api.InstanceTypeAny); err == nil && len(names) > 0 {
 		return d.errf(fmt.Errorf("%w: instances %s", driver.ErrInUse, strings.Join(names, ", ")),
 			"delete project %q", d.cfg.Project)
@@ -110,9 +111,9 @@ func (d *Driver) DeleteScope(ctx context.Context) error {
 	}
 	err = g.DeleteProject(d.cfg.Project)
 	if err != nil && strings.Contains(err.Error(), "Only empty projects can be removed") {
-		err = fmt.Errorf("%w (%v)", driver.ErrInUse, err)
+		return d.errf(fmt.Errorf("%w (%v)", driver.ErrInUse, err), "delete project %q: volumes or images are still in it", d.cfg.Project)
 	}
-	return d.errf(err, "delete project %q: instances, volumes or images are still in it", d.cfg.Project)
+	return d.errf(err, "delete project %q", d.cfg.Project)
 }
 
 // Info reports the server and its capabilities; VMs only when the server
