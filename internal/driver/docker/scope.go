@@ -15,6 +15,7 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/api/types/volume"
+	"github.com/docker/docker/client"
 
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/tarball"
@@ -100,7 +101,7 @@ func (d *Driver) DeleteScope(ctx context.Context) error {
 	// container on it is gone (moby#42119), most often after many
 	// concurrent removals: the count can catch up, so a network that no
 	// container uses is tried again for a few seconds before giving up.
-	stale := hasActiveEndpoints(err) && d.unused(ctx, name)
+	stale := hasActiveEndpoints(err) && unused(ctx, cli, name)
 	for deadline := time.Now().Add(staleEndpointWait); stale && hasActiveEndpoints(err) && time.Now().Before(deadline); {
 		select {
 		case <-ctx.Done():
@@ -133,11 +134,7 @@ func hasActiveEndpoints(err error) bool {
 
 // unused reports whether no container (any state, any owner) is on the
 // network; false when that cannot be told.
-func (d *Driver) unused(ctx context.Context, network string) bool {
-	cli, err := d.api()
-	if err != nil {
-		return false
-	}
+func unused(ctx context.Context, cli *client.Client, network string) bool {
 	list, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("network", network))})
 	return err == nil && len(list) == 0
 }

@@ -73,15 +73,15 @@ func (d *Driver) checkStarted(ctx context.Context, id string) (container.Inspect
 		if !withAgent(c.Config.Entrypoint) {
 			return c, nil
 		}
-		var ready, gone bool
-		if d.ep.local && c.State.Pid > 0 {
-			// The process may be on this host: watch it without asking the
-			// engine again while /proc shows it.
-			if ready, gone, err = waitAgentLocally(ctx, c.State.Pid, deadline); err != nil {
+		// The process may be on this host: watch it in /proc without asking
+		// the engine again while /proc shows it.
+		ready, seen := false, d.ep.local && c.State.Pid > 0
+		if seen {
+			if ready, seen, err = waitAgentLocally(ctx, c.State.Pid, deadline); err != nil {
 				return c, err
 			}
 		}
-		if gone || !d.ep.local || c.State.Pid <= 0 {
+		if !seen {
 			// It exited meanwhile (the next inspect tells how), or its pid
 			// is not visible here (an engine in a VM, a provider in another
 			// pid namespace): the engine's `top` can tell.
@@ -166,20 +166,20 @@ func withAgent(entrypoint []string) bool {
 // waitAgentLocally polls /proc/PID/comm of a container's agent on this
 // host until it names itself ready, the deadline passes (ready too: as long
 // as it runs, the sandbox counts as started) or /proc has no such process
-// (gone: it exited, or the engine's pids are not visible here).
-func waitAgentLocally(ctx context.Context, pid int, deadline time.Time) (ready, gone bool, err error) {
+// (not seen: it exited, or the engine's pids are not visible here).
+func waitAgentLocally(ctx context.Context, pid int, deadline time.Time) (ready, seen bool, err error) {
 	comm := "/proc/" + strconv.Itoa(pid) + "/comm"
 	for delay := 2 * time.Millisecond; ; delay = min(2*delay, 20*time.Millisecond) {
 		b, readErr := os.ReadFile(comm)
 		if readErr != nil {
-			return false, true, nil //nolint:nilerr // no such process here: the caller asks the engine
+			return false, false, nil //nolint:nilerr // no such process here: the caller asks the engine
 		}
 		if strings.TrimSpace(string(b)) == agent.ReadyName || time.Now().After(deadline) {
-			return true, false, nil
+			return true, true, nil
 		}
 		select {
 		case <-ctx.Done():
-			return false, false, ctx.Err()
+			return false, true, ctx.Err()
 		case <-time.After(delay):
 		}
 	}
