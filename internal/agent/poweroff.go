@@ -51,6 +51,10 @@ func parsePoweroff(args []string, stderr io.Writer) (poweroffConfig, error) {
 	return cfg, nil
 }
 
+// startSettle is how long poweroff lets an instance run at least, from the
+// watcher's start.
+const startSettle = 2 * time.Second
+
 // PoweroffCommand is the argv that powers the instance off at deadline.
 // Drivers start it detached (ServiceCommand) so it outlives the exec.
 func PoweroffCommand(deadline time.Time) []string {
@@ -62,9 +66,11 @@ func runPoweroff(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, "poweroff: %v", err)
 	}
-	// A deadline already past powers off at once (an expired instance that
-	// was started again stops again).
-	time.Sleep(time.Until(cfg.at))
+	// A deadline already past powers off too (an expired instance that was
+	// started again stops again), but not before its engine is done
+	// starting it: incusd failed such starts with "no such file or
+	// directory" when the container was gone before its start returned.
+	time.Sleep(max(time.Until(cfg.at), startSettle))
 	if cfg.dryRun {
 		fmt.Fprintf(stdout, "poweroff at %s\n", cfg.at.UTC().Format(time.RFC3339))
 		return 0

@@ -43,6 +43,14 @@ func TestPoweroffWaits(t *testing.T) {
 	if elapsed := time.Since(start); elapsed < 600*time.Millisecond {
 		t.Errorf("poweroff returned after %s, before its deadline", elapsed)
 	}
+	// Past its deadline it still lets the instance finish starting.
+	start = time.Now()
+	if code, _, _ := runAgent(t, 10*time.Second, "poweroff", "--dry-run", "--at", time.Now().Add(-time.Hour).UTC().Format(time.RFC3339Nano)); code != 0 {
+		t.Fatalf("poweroff past its deadline: exit %d", code)
+	}
+	if elapsed := time.Since(start); elapsed < 1900*time.Millisecond {
+		t.Errorf("poweroff past its deadline returned after %s, before the start could settle", elapsed)
+	}
 	if code, _, _ := runAgent(t, 10*time.Second, "poweroff"); code != agent.ExitUsage {
 		t.Errorf("poweroff without --at: exit %d, want %d", code, agent.ExitUsage)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	incus "github.com/lxc/incus/v6/client"
 	"github.com/lxc/incus/v6/shared/api"
 
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
@@ -63,12 +64,21 @@ func testLifetimeSurvivesOutsideRestart(t *testing.T, mutate func(*driver.IncusC
 	c := rawClient(t, in.Labels[driver.LabelBackend])
 	setState := func(action string) {
 		t.Helper()
-		op, err := c.UpdateInstanceState(in.ID, api.InstanceStatePut{Action: action, Force: true, Timeout: -1}, "")
-		if err == nil {
-			err = op.WaitContext(testCtx(t))
-		}
-		if err != nil {
-			t.Fatalf("%s %s outside the driver: %v", action, in.ID, err)
+		// Incus' view of an instance in its last second flips between
+		// running and stopped (see status in instances.go), and a start
+		// while the stop is still being cleaned up fails: the test waits
+		// for a stop that lasts, and tries once more on "already running".
+		for retry := time.Now().Add(20 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+			op, err := c.UpdateInstanceState(in.ID, api.InstanceStatePut{Action: action, Force: true, Timeout: -1}, "")
+			if err == nil {
+				err = op.WaitContext(testCtx(t))
+			}
+			if err == nil {
+				return
+			}
+			if !strings.Contains(err.Error(), "already running") || time.Now().After(retry) {
+				t.Fatalf("%s %s outside the driver: %v", action, in.ID, err)
+			}
 		}
 	}
 	setState("restart")
@@ -82,8 +92,31 @@ func testLifetimeSurvivesOutsideRestart(t *testing.T, mutate func(*driver.IncusC
 		t.Fatalf("after the restart no watcher runs: exit %d, %q, %v", res.ExitCode, res.Stderr, err)
 	}
 	waitStopped(t, d, in.ID, time.Until(in.ExpiresAt)+20*time.Second)
+	waitStoppedFor(t, c, in.ID, 2*time.Second)
 	setState("start")
 	waitStopped(t, d, in.ID, 20*time.Second)
+}
+
+// waitStoppedFor waits until the server has reported the instance stopped
+// for settle without a break (at most a minute).
+func waitStoppedFor(t *testing.T, c incus.InstanceServer, id string, settle time.Duration) {
+	t.Helper()
+	since, give := time.Time{}, time.Now().Add(time.Minute)
+	for ; time.Now().Before(give); time.Sleep(250 * time.Millisecond) {
+		inst, _, err := c.GetInstance(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case inst.Status != "Stopped":
+			since = time.Time{}
+		case since.IsZero():
+			since = time.Now()
+		case time.Since(since) >= settle:
+			return
+		}
+	}
+	t.Fatalf("instance %s did not stay stopped for %s", id, settle)
 }
 
 // A command with spaces in its arguments runs from the agent's argv file:
