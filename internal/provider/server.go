@@ -13,6 +13,9 @@ package provider
 //     ...) are those in state: the state as it was (refreshInstance decides,
 //     the same function the framework's Read uses).
 //   - Plan whose proposed state is its refreshed state byte for byte, whose
+//     configuration leaves out no attribute whose prior value differs from
+//     the schema's default (Terraform proposes the prior value of an Optional
+//     and Computed attribute left out; the framework plans its default), whose
 //     sandbox runs as `running` asks and that has no file copied from a local
 //     `source` (hashed at plan time): the prior state. ModifyPlan would have
 //     nothing to start, stop or report.
@@ -30,6 +33,7 @@ import (
 	"sync/atomic"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
@@ -57,7 +61,10 @@ func newServer(fw tfprotov6.ProviderServer, prov *sandboxProvider) *server {
 	for name, a := range sch.Attributes {
 		attrTypes[name] = a.GetType()
 	}
-	return &server{ProviderServer: fw, prov: prov, instanceType: sch.Type().TerraformType(ctx), instanceAttrTypes: attrTypes}
+	return &server{
+		ProviderServer: fw, prov: prov, instanceType: sch.Type().TerraformType(ctx), instanceAttrTypes: attrTypes,
+		instanceDefaults: schemaDefaults(ctx, sch.Attributes, path.Empty()),
+	}
 }
 
 // instanceTypeName is sandbox_instance's type name on the wire.
@@ -68,6 +75,7 @@ type server struct {
 	prov              *sandboxProvider // nil in tests of the plan fast path alone
 	instanceType      tftypes.Type
 	instanceAttrTypes map[string]attr.Type
+	instanceDefaults  *defaultsTree
 
 	// How often each fast path answered, for the tests.
 	fastReads, fastPlans, fastDestroys atomic.Int64
@@ -162,15 +170,20 @@ func (s *server) refreshModel(ctx context.Context, v tftypes.Value) (instanceMod
 
 // instanceUnchanged reports whether the plan of an instance is its prior
 // state: the proposed state (configuration over prior state) is the prior
-// state, byte for byte, and the sandbox's observed status is what `running`
-// asks for, so there is nothing to start or stop and no warning to give.
+// state, byte for byte, the schema's defaults would change nothing in it,
+// and the sandbox's observed status is what `running` asks for, so there is
+// nothing to start or stop and no warning to give.
 func (s *server) instanceUnchanged(req *tfprotov6.PlanResourceChangeRequest) bool {
 	prior, proposed := req.PriorState, req.ProposedNewState
-	if prior == nil || proposed == nil || len(prior.MsgPack) == 0 || !bytes.Equal(prior.MsgPack, proposed.MsgPack) {
+	if prior == nil || proposed == nil || req.Config == nil || len(prior.MsgPack) == 0 || !bytes.Equal(prior.MsgPack, proposed.MsgPack) {
 		return false
 	}
 	v, err := prior.Unmarshal(s.instanceType)
 	if err != nil || !v.IsKnown() || v.IsNull() {
+		return false
+	}
+	config, err := req.Config.Unmarshal(s.instanceType)
+	if err != nil || !s.instanceDefaults.holds(config, v) {
 		return false
 	}
 	var attrs map[string]tftypes.Value
@@ -192,7 +205,8 @@ func (s *server) instanceUnchanged(req *tfprotov6.PlanResourceChangeRequest) boo
 	return *status != driver.StatusRunning
 }
 
-// hasFileSource reports whether a `files` value has an entry with `source`.
+// hasFileSource reports whether a `files` value has an entry with `source`
+// or with a `source_hash` left from one (the hash is planned null without).
 func hasFileSource(files tftypes.Value) bool {
 	var list []tftypes.Value
 	if files.IsNull() || !files.IsKnown() || files.As(&list) != nil {
@@ -200,7 +214,7 @@ func hasFileSource(files tftypes.Value) bool {
 	}
 	for _, f := range list {
 		var attrs map[string]tftypes.Value
-		if f.As(&attrs) != nil || !attrs["source"].IsNull() {
+		if f.As(&attrs) != nil || !attrs["source"].IsNull() || !attrs["source_hash"].IsNull() {
 			return true
 		}
 	}

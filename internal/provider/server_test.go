@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
@@ -28,13 +29,17 @@ func (r *recordingServer) PlanResourceChange(context.Context, *tfprotov6.PlanRes
 	return &tfprotov6.PlanResourceChangeResponse{}, nil
 }
 
-// instanceState is an instance value with every attribute null except
-// those given.
+// instanceState is an instance value as apply stores it: the schema's
+// defaults, every other attribute null, and those given.
 func instanceState(t *testing.T, typ tftypes.Type, set map[string]tftypes.Value) *tfprotov6.DynamicValue {
 	t.Helper()
+	ctx := context.Background()
 	attrs := map[string]tftypes.Value{}
-	for name, at := range typ.(tftypes.Object).AttributeTypes {
-		attrs[name] = tftypes.NewValue(at, nil)
+	for name, a := range instanceSchema(ctx).Attributes {
+		attrs[name] = tftypes.NewValue(a.GetType().TerraformType(ctx), nil)
+		if def, ok := defaultValue(ctx, a, path.Root(name)); ok {
+			attrs[name] = def
+		}
 	}
 	for name, v := range set {
 		attrs[name] = v
@@ -51,7 +56,7 @@ func instanceState(t *testing.T, typ tftypes.Type, set map[string]tftypes.Value)
 func TestFastPlanAgreesWithPlanRunState(t *testing.T) {
 	ctx := context.Background()
 	inner := &recordingServer{}
-	s := &server{ProviderServer: inner, instanceType: instanceSchema(ctx).Type().TerraformType(ctx)}
+	s := newServer(inner, nil)
 	exit := func(code int64) tftypes.Value { return tftypes.NewValue(tftypes.Number, code) }
 	for _, c := range []struct {
 		running bool
@@ -74,7 +79,7 @@ func TestFastPlanAgreesWithPlanRunState(t *testing.T) {
 		})
 		before := inner.planned
 		resp, err := s.PlanResourceChange(ctx, &tfprotov6.PlanResourceChangeRequest{
-			TypeName: instanceTypeName, PriorState: state, ProposedNewState: state, PriorPrivate: []byte("p"),
+			TypeName: instanceTypeName, PriorState: state, ProposedNewState: state, Config: state, PriorPrivate: []byte("p"),
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -103,11 +108,16 @@ func TestFastPlanAgreesWithPlanRunState(t *testing.T) {
 func TestFastPlanOnlyForUnchangedInstances(t *testing.T) {
 	ctx := context.Background()
 	inner := &recordingServer{}
-	s := &server{ProviderServer: inner, instanceType: instanceSchema(ctx).Type().TerraformType(ctx)}
+	s := newServer(inner, nil)
 	running := map[string]tftypes.Value{
 		"running": tftypes.NewValue(tftypes.Bool, true), "status": tftypes.NewValue(tftypes.String, driver.StatusRunning),
 	}
 	prior := instanceState(t, s.instanceType, running)
+	// `running = false` applied, then left out: the default (true) is planned.
+	stopped := instanceState(t, s.instanceType, map[string]tftypes.Value{
+		"running": tftypes.NewValue(tftypes.Bool, false), "status": tftypes.NewValue(tftypes.String, driver.StatusStopped),
+	})
+	runningLeftOut := instanceState(t, s.instanceType, map[string]tftypes.Value{"running": tftypes.NewValue(tftypes.Bool, nil)})
 	changed := map[string]tftypes.Value{"memory": tftypes.NewValue(tftypes.String, "256MiB")}
 	for k, v := range running {
 		changed[k] = v
@@ -141,7 +151,9 @@ func TestFastPlanOnlyForUnchangedInstances(t *testing.T) {
 		"another type":        {&tfprotov6.PlanResourceChangeRequest{TypeName: "sandbox_volume", PriorState: prior, ProposedNewState: prior}, false},
 		"another type's drop": {&tfprotov6.PlanResourceChangeRequest{TypeName: "sandbox_volume", PriorState: prior, ProposedNewState: &nullValue}, false},
 		"file source":         {&tfprotov6.PlanResourceChangeRequest{TypeName: instanceTypeName, PriorState: withSource, ProposedNewState: withSource}, false},
-		"unchanged":           {&tfprotov6.PlanResourceChangeRequest{TypeName: instanceTypeName, PriorState: prior, ProposedNewState: prior}, true},
+		"unchanged":           {&tfprotov6.PlanResourceChangeRequest{TypeName: instanceTypeName, PriorState: prior, ProposedNewState: prior, Config: prior}, true},
+		"no configuration":    {&tfprotov6.PlanResourceChangeRequest{TypeName: instanceTypeName, PriorState: prior, ProposedNewState: prior}, false},
+		"default removed":     {&tfprotov6.PlanResourceChangeRequest{TypeName: instanceTypeName, PriorState: stopped, ProposedNewState: stopped, Config: runningLeftOut}, false},
 	} {
 		before := inner.planned
 		resp, err := s.PlanResourceChange(ctx, c.req)
