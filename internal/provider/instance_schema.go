@@ -305,7 +305,8 @@ func securityAttribute() schema.SingleNestedAttribute {
 		PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplace()},
 		Attributes: map[string]schema.Attribute{
 			"no_new_privileges": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(true),
-				Description: "Processes cannot gain privileges (setuid binaries, file capabilities). Default `true`."},
+				Description: "Processes cannot gain privileges (setuid binaries, file capabilities). Default `true`. " +
+					"On a local backend with `isolation = \"bwrap\"` it is always on: bubblewrap sets it for every sandbox."},
 			"privileged": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(false),
 				Description: "Run privileged, with every capability and device. Default `false`; never for untrusted code."},
 			"read_only_rootfs": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(false),
