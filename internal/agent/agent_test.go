@@ -181,3 +181,49 @@ func TestTail(t *testing.T) {
 		t.Errorf("tail of missing file: exit %d, stderr %q", code, errOut)
 	}
 }
+
+// Check refuses what cannot serve in a sandbox (a dynamically linked
+// binary: a cgo build of the provider is one) and accepts the static agent
+// built for another architecture (for a remote engine).
+func TestCheck(t *testing.T) {
+	t.Setenv(agent.EnvBinary, agentBin)
+	if err := agent.Check(); err != nil {
+		t.Fatalf("Check() refused the static agent: %v", err)
+	}
+	t.Setenv(agent.EnvBinary, "/bin/ls")
+	if err := agent.Check(); err == nil || !strings.Contains(err.Error(), "dynamically linked") {
+		t.Errorf("Check() with /bin/ls = %v, want a dynamic linking error", err)
+	}
+	dir := t.TempDir()
+	other := map[string]string{"amd64": "arm64"}[runtime.GOARCH]
+	if other == "" {
+		other = "amd64"
+	}
+	cross := filepath.Join(dir, "agent-"+other)
+	build := exec.Command("go", "build", "-o", cross, "github.com/sandboxfleet/terraform-provider-sandbox/cmd/sandbox-agent")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOARCH="+other)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the agent for %s: %v\n%s", other, err, out)
+	}
+	t.Setenv(agent.EnvBinary, cross)
+	if err := agent.Check(); err != nil {
+		t.Errorf("Check() refused the static agent for %s: %v", other, err)
+	}
+	if _, err := agent.BinaryPath(); err == nil {
+		t.Errorf("BinaryPath() accepted an agent for %s on %s", other, runtime.GOARCH)
+	}
+	// A cgo build, where a C compiler is there to make one (go install on
+	// a machine with gcc does the same to the provider).
+	if _, err := exec.LookPath("gcc"); err == nil {
+		cgo := filepath.Join(dir, "agent-cgo")
+		build := exec.Command("go", "build", "-o", cgo, "github.com/sandboxfleet/terraform-provider-sandbox/cmd/sandbox-agent")
+		build.Env = append(os.Environ(), "CGO_ENABLED=1")
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("cgo build of the agent: %v\n%s", err, out)
+		}
+		t.Setenv(agent.EnvBinary, cgo)
+		if err := agent.Check(); err == nil || !strings.Contains(err.Error(), "dynamically linked") {
+			t.Errorf("Check() of a cgo build = %v, want a dynamic linking error", err)
+		}
+	}
+}

@@ -140,3 +140,7 @@ func ExecCommand(h Hardening, cmd []string) []string {
 	argv = append(argv, "--")
 	return append(argv, cmd...)
 }
+
+// VersionCommand asks the agent inside an instance to identify itself:
+// whatever needs the agent there checks it with this before it starts.
+func VersionCommand() []string { return []string{PathInInstance, "version"} }

@@ -23,18 +23,49 @@ const EnvBinary = "SANDBOX_AGENT_BINARY"
 // static Linux ELF for the host's architecture, since it runs in images
 // that may have no libc.
 func BinaryPath() (string, error) {
-	path := os.Getenv(EnvBinary)
-	if path == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return "", fmt.Errorf("sandbox agent: cannot locate this executable (%w); set %s to a static build of cmd/sandbox-agent", err, EnvBinary)
-		}
-		path = exe
+	path, err := binaryFile()
+	if err != nil {
+		return "", err
 	}
 	if err := CheckBinary(path, runtime.GOARCH); err != nil {
 		return "", err
 	}
 	return path, nil
+}
+
+// binaryFile is the file BinaryPath checks.
+func binaryFile() (string, error) {
+	if path := os.Getenv(EnvBinary); path != "" {
+		return path, nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("sandbox agent: cannot locate this executable (%w); set %s to a static build of cmd/sandbox-agent", err, EnvBinary)
+	}
+	return exe, nil
+}
+
+// Check reports why the agent binary cannot serve in any sandbox: it is
+// missing, dynamically linked (a cgo build of the provider), or not the
+// agent. Unlike BinaryPath it accepts a build for another architecture
+// (an agent for a remote engine); drivers check the engine's architecture.
+// The provider asks it at plan time, so that whatever needs the agent fails
+// before anything is made.
+func Check() error {
+	path, err := binaryFile()
+	if err != nil {
+		return err
+	}
+	goarch := runtime.GOARCH
+	if f, err := elf.Open(path); err == nil {
+		for arch, m := range elfMachines {
+			if f.Machine == m {
+				goarch = arch
+			}
+		}
+		f.Close()
+	}
+	return CheckBinary(path, goarch)
 }
 
 // elfMachines maps GOARCH values to ELF machine types.

@@ -64,7 +64,11 @@ func (r *initializerResource) ValidateConfig(ctx context.Context, req resource.V
 // ModifyPlan turns a service found dead by the last refresh into a
 // replacement, which runs on_destroy and starts it again.
 func (r *initializerResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	if req.State.Raw.IsNull() || req.Plan.Raw.IsNull() {
+	if req.Plan.Raw.IsNull() {
+		return
+	}
+	if req.State.Raw.IsNull() {
+		r.checkAgent(ctx, req, resp)
 		return
 	}
 	var running types.Bool
@@ -73,6 +77,21 @@ func (r *initializerResource) ModifyPlan(ctx context.Context, req resource.Modif
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("service_running"), types.BoolUnknown())...)
 		resp.RequiresReplace = append(resp.RequiresReplace, path.Root("service_running"))
 	}
+}
+
+// checkAgent refuses a new initializer that needs the sandbox agent when
+// the provider cannot give one (agent_check.go).
+func (r *initializerResource) checkAgent(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	var plan initializerModel
+	if d := req.Plan.Get(ctx, &plan); d.HasError() {
+		return // values not known yet; Create checks inside the sandbox
+	}
+	p, d := plan.expand(ctx, "plan")
+	if d.HasError() {
+		return // ValidateConfig reports it
+	}
+	_, hasService := serviceOf(p)
+	checkInitializerAgent(p.NeedsAgent(), hasService && known(plan.Service), &resp.Diagnostics)
 }
 
 func (r *initializerResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
@@ -91,6 +110,9 @@ func (r *initializerResource) Create(ctx context.Context, req resource.CreateReq
 	p, diags := plan.expand(ctx, plan.ID.ValueString())
 	resp.Diagnostics.Append(diags...)
 	if resp.Diagnostics.HasError() || !r.requireRunning(ctx, t, &resp.Diagnostics) {
+		return
+	}
+	if p.NeedsAgent() && !requireAgentInside(ctx, t, &resp.Diagnostics) {
 		return
 	}
 	ctx = tflog.SetField(ctx, "backend", t.cfg.Name)

@@ -34,6 +34,10 @@ func (r *instanceResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 		if !resp.Diagnostics.HasError() {
 			r.checkEngineLimits(ctx, plan, resp) // what this engine lacks (instance_engine_check.go)
 		}
+		creates := req.State.Raw.IsNull() || len(resp.RequiresReplace) > 0
+		if cfg, d := ConfigFromHandle(ctx, plan.Backend); creates && known(plan.Backend) && !d.HasError() {
+			checkInstanceAgent(plan, cfg, &resp.Diagnostics)
+		}
 	}
 	if req.State.Raw.IsNull() {
 		return // create: every computed value is known after apply
