@@ -201,12 +201,16 @@ const (
 
 // Instance is an instance as observed on the engine.
 type Instance struct {
-	ID        string
-	Name      string
-	Type      string
-	Image     string
-	Status    string
-	IPAddress string
+	ID   string
+	Name string // the user's name, unique within the backend
+	// EngineName is what the engine calls the sandbox, for its own tools:
+	// the Docker container or Incus instance name (`docker exec NAME`,
+	// `incus exec NAME`), the local sandbox's directory.
+	EngineName string
+	Type       string
+	Image      string
+	Status     string
+	IPAddress  string
 	// Endpoints maps a port name to "host:port" where it is reached.
 	Endpoints  map[string]string
 	Labels     map[string]string

@@ -3,6 +3,7 @@ package provider_test
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"testing"
 	"time"
 
@@ -90,10 +91,14 @@ func removedSettingsSteps(e accEnv) []resource.TestStep {
 	value := func(attr string, v knownvalue.Check) statecheck.StateCheck {
 		return statecheck.ExpectKnownValue(instanceAddr, tfjsonpath.New(attr), v)
 	}
+	var engineName knownvalue.Check = knownvalue.StringExact(e.name + "-" + e.name) // <backend>-<name>
+	if e.driver == driver.Local {
+		engineName = knownvalue.StringRegexp(regexp.MustCompile("/" + e.name + "/instances/" + e.name + "$"))
+	}
 	return []resource.TestStep{
 		{
 			Config: e.config(backendOpts{}, sleepCmd+stopped+relaxed+bridged),
-			ConfigStateChecks: []statecheck.StateCheck{expectStatus(driver.StatusCreated),
+			ConfigStateChecks: []statecheck.StateCheck{expectStatus(driver.StatusCreated), value("engine_name", engineName),
 				statecheck.ExpectKnownValue(instanceAddr, tfjsonpath.New("security").AtMapKey("no_new_privileges"), knownvalue.Bool(false))},
 		},
 		{

@@ -51,6 +51,7 @@ type instanceModel struct {
 	ExpiresAt  types.String `tfsdk:"expires_at"`
 	ExitCode   types.Int64  `tfsdk:"exit_code"`
 	LoopbackIP types.String `tfsdk:"loopback_ip"`
+	EngineName types.String `tfsdk:"engine_name"`
 
 	Timeouts timeouts.Value `tfsdk:"timeouts"`
 }
@@ -160,7 +161,7 @@ func (m instanceModel) securitySpec(ctx context.Context, diags *diag.Diagnostics
 // it (setting a whole instance costs a full conversion per resource, which
 // dominates the re-plan of a fleet).
 func (m *instanceModel) observedValues() []attr.Value {
-	return []attr.Value{m.ID, m.Name, m.Status, m.IPAddress, m.LoopbackIP, m.ExpiresAt, m.ExitCode, m.Endpoints, m.Handle}
+	return []attr.Value{m.ID, m.Name, m.Status, m.IPAddress, m.LoopbackIP, m.ExpiresAt, m.ExitCode, m.Endpoints, m.Handle, m.EngineName}
 }
 
 // refreshFields are the attributes refreshInstance reads (backend, name,
@@ -171,6 +172,7 @@ func (m *instanceModel) refreshFields() map[string]any {
 		"id": &m.ID, "backend": &m.Backend, "name": &m.Name, "type": &m.Type,
 		"status": &m.Status, "ip_address": &m.IPAddress, "loopback_ip": &m.LoopbackIP,
 		"expires_at": &m.ExpiresAt, "exit_code": &m.ExitCode, "endpoints": &m.Endpoints, "handle": &m.Handle,
+		"engine_name": &m.EngineName,
 	}
 }
 
@@ -197,6 +199,7 @@ func (m *instanceModel) observe(inst driver.Instance) diag.Diagnostics {
 	m.Status = types.StringValue(orDefault(inst.Status, driver.StatusUnknown))
 	m.IPAddress = stringOrNull(inst.IPAddress)
 	m.LoopbackIP = stringOrNull(inst.LoopbackIP)
+	m.EngineName = stringOrNull(inst.EngineName)
 	m.ExpiresAt = timeValue(inst.ExpiresAt)
 	m.ExitCode = types.Int64Null()
 	if inst.ExitCode != nil {

@@ -79,10 +79,11 @@ func instanceSchema(ctx context.Context) schema.Schema {
 			"reported in `status`; it is never destroyed by a refresh. A sandbox whose command ends by itself stays `stopped` " +
 			"(see `running` and `exit_code`).\n\n" +
 			"Import (`<backend import ID>/<name>`) reads back what the engine keeps: on docker and local the command, env, " +
-			"workdir, user, network, ports, volumes, limits and lifetime, so importing a sandbox without `files` plans nothing. " +
-			"File contents cannot be read back: for a sandbox with `files`, add `lifecycle { ignore_changes = [files] }` to the " +
-			"imported resource or accept a replacement. `disk` and `security` are not read back; incus imports identity, labels " +
-			"and ports only.",
+			"workdir, user, network, ports, volumes, limits (cpus, memory, pids_limit) and lifetime, so importing a sandbox " +
+			"without `files` plans nothing. File contents cannot be read back: for a sandbox with `files`, add " +
+			"`lifecycle { ignore_changes = [files] }` to the imported resource or accept a replacement. `disk` and `security` " +
+			"are not read back on any backend; incus reads back the name, image, type, labels, run state and ports only, and " +
+			"takes everything else from the configuration.",
 		Attributes: mergeAttributes(instanceInputAttributes(), instanceComputedAttributes(), map[string]schema.Attribute{
 			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
 		}),
@@ -118,7 +119,8 @@ func instanceInputAttributes() map[string]schema.Attribute {
 		"name": schema.StringAttribute{
 			Optional: true, Computed: true,
 			Description: "Name, unique within the backend: " + names.NameRule + ". Default: `sandbox-` and random characters, " +
-				"chosen at creation. A change replaces the sandbox.",
+				"chosen at creation. A change replaces the sandbox. The engine knows the sandbox by `engine_name`: the Docker " +
+				"container and the Incus instance are named `<backend>-<name>`.",
 			Validators:    []validator.String{nameCheck},
 			PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown(), stringplanmodifier.RequiresReplace()},
 		},
@@ -340,8 +342,13 @@ func instanceComputedAttributes() map[string]schema.Attribute {
 		"exit_code": schema.Int64Attribute{Computed: true,
 			Description: "The exit status of the sandbox's command when it ended by itself (`status = \"stopped\"`); null while it runs, " +
 				"when it was stopped (by Terraform or outside it: SIGTERM/SIGKILL), or when the engine does not report it (incus)."},
-		"endpoints":   schema.MapAttribute{Computed: true, ElementType: types.StringType, Description: "Where each port is reached: port name → `host:port`."},
-		"expires_at":  schema.StringAttribute{Computed: true, Description: "When `lifetime` runs out (RFC 3339); null without a lifetime.", PlanModifiers: stable},
+		"endpoints":  schema.MapAttribute{Computed: true, ElementType: types.StringType, Description: "Where each port is reached: port name → `host:port`."},
+		"expires_at": schema.StringAttribute{Computed: true, Description: "When `lifetime` runs out (RFC 3339); null without a lifetime.", PlanModifiers: stable},
+		"engine_name": schema.StringAttribute{Computed: true, PlanModifiers: stable,
+			Description: "What the engine calls the sandbox, for its own tools: the Docker container name " +
+				"(`<backend>-<name>`: `docker exec -it <engine_name> sh`), the Incus instance name (`<backend>-<name>`, " +
+				"shortened with a hash past 63 characters: `incus exec <engine_name> --project <project> -- sh`), " +
+				"or the local sandbox's directory (`<root>/<backend>/instances/<name>`)."},
 		"loopback_ip": schema.StringAttribute{Computed: true, Description: "The 127.0.0.x allocated to this sandbox under the `loopback_ip` port strategy; null otherwise.", PlanModifiers: stable},
 	}
 }

@@ -172,6 +172,7 @@ func (d *Driver) toInstance(o observed) driver.Instance {
 	inst := driver.Instance{
 		ID:         o.id,
 		Name:       o.labels[driver.LabelName],
+		EngineName: o.name,
 		Type:       driver.TypeContainer,
 		Image:      o.image,
 		Labels:     o.labels,

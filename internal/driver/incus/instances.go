@@ -381,6 +381,7 @@ func (d *Driver) observe(inst *api.InstanceFull) driver.Instance {
 	out := driver.Instance{
 		ID:         inst.Name,
 		Name:       inst.Name,
+		EngineName: inst.Name,
 		Type:       driver.TypeContainer,
 		Image:      inst.Config["volatile.base_image"],
 		Labels:     labels,

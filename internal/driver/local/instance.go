@@ -362,8 +362,8 @@ func awaitExit(dir string) (int, bool) {
 const exitRecordDelay = 300 * time.Millisecond
 
 func (d *Driver) toInstance(st *instanceState) driver.Instance {
-	inst := driver.Instance{ID: d.instanceID(st.Spec.Name), Name: st.Spec.Name, Type: st.Spec.Type, Image: st.Spec.Image,
-		Status: d.status(st), Labels: st.Labels, CreatedAt: st.CreatedAt, ExpiresAt: st.ExpiresAt}
+	inst := driver.Instance{ID: d.instanceID(st.Spec.Name), Name: st.Spec.Name, EngineName: d.instanceDir(st.Spec.Name),
+		Type: st.Spec.Type, Image: st.Spec.Image, Status: d.status(st), Labels: st.Labels, CreatedAt: st.CreatedAt, ExpiresAt: st.ExpiresAt}
 	if inst.Status == driver.StatusStopped {
 		if code, ok := d.settledExit(st); ok && driver.ExitedByItself(code) {
 			inst.ExitCode = &code
