@@ -7,6 +7,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -89,12 +90,29 @@ func checkCapabilities(ctx context.Context, plan instanceModel, resp *resource.M
 		return
 	}
 	spec, _ := plan.toSpec(ctx) // values that do not convert are reported by validators
+	warnRelaxedSecurity(spec.Security, &resp.Diagnostics)
 	for _, p := range driver.CheckInstance(cfg, spec) {
 		if p.Warning {
 			resp.Diagnostics.AddAttributeWarning(path.Root(p.Attribute), p.Summary, p.Detail)
 		} else {
 			resp.Diagnostics.AddAttributeError(path.Root(p.Attribute), p.Summary, p.Detail)
 		}
+	}
+}
+
+// warnRelaxedSecurity names, in every plan that creates or changes a
+// sandbox, what makes it unfit for untrusted code.
+func warnRelaxedSecurity(s driver.Security, diags *diag.Diagnostics) {
+	at := path.Root("security")
+	if s.Privileged {
+		diags.AddAttributeWarning(at.AtName("privileged"), "Privileged Sandbox",
+			"`privileged = true` gives the sandbox every capability and the host's devices: code inside can take over "+
+				"the host. Use it only for code you trust, never for untrusted code.")
+	}
+	if len(s.CapAdd) > 0 {
+		diags.AddAttributeWarning(at.AtName("capabilities").AtName("add"), "Capabilities Added to a Sandbox",
+			fmt.Sprintf("The sandbox gets %s beyond the engine's default set, which widens what code inside can do to "+
+				"the kernel and the host. Add a capability only for code you trust.", strings.Join(s.CapAdd, ", ")))
 	}
 }
 

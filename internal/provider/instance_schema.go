@@ -310,7 +310,8 @@ func securityAttribute() schema.SingleNestedAttribute {
 				Description: "Processes cannot gain privileges (setuid binaries, file capabilities). Default `true`. " +
 					"On a local backend with `isolation = \"bwrap\"` it is always on: bubblewrap sets it for every sandbox."},
 			"privileged": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(false),
-				Description: "Run privileged, with every capability and device. Default `false`; never for untrusted code."},
+				Description: "Run privileged, with every capability and device. Default `false`; never for untrusted code " +
+					"(every plan that creates or changes a privileged sandbox warns)."},
 			"read_only_rootfs": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(false),
 				Description: "Mount the root file system read-only (volumes and `files` stay as configured). Default `false`."},
 			"init": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(true),
@@ -319,7 +320,7 @@ func securityAttribute() schema.SingleNestedAttribute {
 				Default:     objectdefault.StaticValue(defaultCapabilities()),
 				Description: "Linux capabilities to add to or drop from the engine's default set.",
 				Attributes: map[string]schema.Attribute{
-					"add":  capList("Capabilities to add, e.g. `[\"NET_ADMIN\"]`. Default none.", nil),
+					"add":  capList("Capabilities to add, e.g. `[\"NET_ADMIN\"]`. Default none; the plan warns of any added.", nil),
 					"drop": capList("Capabilities to drop; `ALL` drops every one not in `add`. Default `"+joinQuoted(defaultCapDrop)+"`.", defaultCapDropValues()),
 				}},
 		},

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
@@ -138,5 +139,28 @@ func TestExitedByItself(t *testing.T) {
 		if got := driver.ExitedByItself(code); got != want {
 			t.Errorf("ExitedByItself(%d) = %v, want %v", code, got, want)
 		}
+	}
+}
+
+// A privileged sandbox and added capabilities are named in the plan, at the
+// attribute that asks for them; the hardened default warns of nothing.
+func TestWarnRelaxedSecurity(t *testing.T) {
+	var quiet diag.Diagnostics
+	warnRelaxedSecurity(driver.Security{NoNewPrivileges: true, Init: true}, &quiet)
+	if len(quiet) != 0 {
+		t.Errorf("the default security warns: %v", quiet)
+	}
+	var diags diag.Diagnostics
+	warnRelaxedSecurity(driver.Security{Privileged: true, CapAdd: []string{"NET_ADMIN", "SYS_PTRACE"}}, &diags)
+	if len(diags) != 2 || diags.HasError() {
+		t.Fatalf("want two warnings, got %v", diags)
+	}
+	for i, want := range []string{"privileged", "NET_ADMIN, SYS_PTRACE"} {
+		if !strings.Contains(diags[i].Detail(), want) {
+			t.Errorf("warning %d does not name %q: %s", i, want, diags[i].Detail())
+		}
+	}
+	if p := diags[1].(diag.DiagnosticWithPath).Path(); !p.Equal(path.Root("security").AtName("capabilities").AtName("add")) {
+		t.Errorf("the capabilities warning is at %s", p)
 	}
 }
