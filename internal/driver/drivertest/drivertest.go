@@ -49,6 +49,7 @@ const (
 	TestScopeIdempotent   = "ScopeIdempotent"
 	TestLifecycle         = "Lifecycle"
 	TestExecEnv           = "ExecEnv"
+	TestExecOutput        = "ExecOutputBounded"
 	TestExecPrivileges    = "ExecPrivileges"
 	TestFiles             = "Files"
 	TestCreateStopped     = "CreateStopped"
@@ -76,6 +77,7 @@ var subtests = []subtest{
 	{TestScopeIdempotent, testScopeIdempotent},
 	{TestLifecycle, testLifecycle},
 	{TestExecEnv, testExecEnv},
+	{TestExecOutput, testExecOutputBounded},
 	{TestExecPrivileges, testExecPrivileges},
 	{TestFiles, testFiles},
 	{TestCreateStopped, testCreateStopped},
