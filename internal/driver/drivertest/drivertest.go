@@ -62,6 +62,7 @@ const (
 	TestDetachedExec      = "DetachedExec"
 	TestConcurrentCreates = "ConcurrentCreates"
 	TestInitializer       = "Initializer"
+	TestServiceLinks      = "ServiceStateLinks"
 )
 
 // OpTimeout bounds each engine call of the suite.
@@ -90,6 +91,7 @@ var subtests = []subtest{
 	{TestDetachedExec, testDetachedExec},
 	{TestConcurrentCreates, testConcurrentCreates},
 	{TestInitializer, testInitializer},
+	{TestServiceLinks, testServiceStateLinks},
 }
 
 // suite carries the harness into subtests.
