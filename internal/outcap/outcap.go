@@ -14,6 +14,8 @@ import (
 // Masked replaces every secret value.
 const Masked = "(sensitive)"
 
+var masked = []byte(Masked)
+
 // Capture is an io.Writer for one output stream. Secrets are replaced on
 // the whole stream before anything is dropped, so what is kept never holds
 // a secret, nor the part of one the cut would leave. It is not safe for
@@ -94,7 +96,7 @@ func (c *Capture) mask(data []byte, final bool) int {
 			continue
 		}
 		c.tail.write(data[from:i])
-		c.tail.write([]byte(Masked))
+		c.tail.write(masked)
 		i += n
 		from = i
 	}
