@@ -256,12 +256,26 @@ type ExecSpec struct {
 	// the call; its output goes to LogPath inside the instance.
 	Detach  bool
 	LogPath string
+	// MaxOutput is how many bytes of each output stream the result keeps:
+	// the last ones. 0 means DefaultMaxOutput. The driver reads the rest and
+	// lets it go, so endless output costs bounded memory.
+	MaxOutput int
+	// Mask lists values replaced by "(sensitive)" in the output as it is
+	// read, before anything is cut: no part of one survives in the result.
+	Mask []string
 }
 
+// DefaultMaxOutput is what an Exec keeps of each stream by default.
+const DefaultMaxOutput = 1 << 20
+
 // ExecResult is the outcome of a command. A command that ran and exited
-// non-zero is not an error: ExitCode says so.
+// non-zero is not an error: ExitCode says so. Stdout and Stderr are the end
+// of each stream (ExecSpec.MaxOutput); the Omitted counts say how many
+// bytes came before it.
 type ExecResult struct {
-	ExitCode int
-	Stdout   []byte
-	Stderr   []byte
+	ExitCode      int
+	Stdout        []byte
+	Stderr        []byte
+	StdoutOmitted int64
+	StderrOmitted int64
 }

@@ -4,18 +4,29 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/agent"
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/outcap"
 )
 
 // MaxOutput is how much of each output stream a Result keeps: the last
 // 4 KiB, behind a "[... N bytes truncated]" line. Service log tails in
-// errors are bounded the same way.
+// errors are bounded the same way. The driver reads no more than that
+// (ExecSpec.MaxOutput) and masks secrets before it cuts.
 const MaxOutput = 4096
+
+// File contents are masked like secrets when their length, without
+// surrounding white space, is in this range: shorter ones would mask
+// ordinary words of the output, longer ones are not secrets to print.
+const (
+	minMaskedFile = 8
+	maxMaskedFile = 64 << 10
+)
 
 // Result is one command that ran (sandbox_initializer.results).
 type Result struct {
@@ -43,9 +54,9 @@ const tailTimeout = 15 * time.Second
 
 // Run executes the plan's steps in order through d. It stops at the first
 // failure; the Results gathered so far are returned with the error. Secrets
-// of the plan are masked in both.
+// of the plan and the contents of its files are masked in both.
 func Run(ctx context.Context, d driver.Driver, instanceID string, plan Plan) (Results, error) {
-	r := &runner{ctx: ctx, d: d, id: instanceID, secrets: plan.Secrets}
+	r := newRunner(ctx, d, instanceID, plan)
 	for i, st := range plan.Steps {
 		if err := r.step(st); err != nil {
 			return r.res, fmt.Errorf("initializer step %d of %d (%s): %w", i+1, len(plan.Steps), st.Description, r.maskErr(err))
@@ -57,7 +68,7 @@ func Run(ctx context.Context, d driver.Driver, instanceID string, plan Plan) (Re
 // RunDestroy runs the OnDestroy commands. Unlike Run it does not stop at a
 // failure: every command gets its chance, and the errors are joined.
 func RunDestroy(ctx context.Context, d driver.Driver, instanceID string, plan Plan) (Results, error) {
-	r := &runner{ctx: ctx, d: d, id: instanceID, secrets: plan.Secrets}
+	r := newRunner(ctx, d, instanceID, plan)
 	var errs []error
 	for i, st := range plan.OnDestroy {
 		if err := r.step(st); err != nil {
@@ -73,6 +84,39 @@ type runner struct {
 	id      string
 	secrets []string
 	res     Results
+}
+
+func newRunner(ctx context.Context, d driver.Driver, id string, plan Plan) *runner {
+	return &runner{ctx: ctx, d: d, id: id, secrets: append(nonEmpty(plan.Secrets), fileSecrets(plan.Steps)...)}
+}
+
+// fileSecrets are the contents of the plan's files (minMaskedFile to
+// maxMaskedFile bytes), whole and without surrounding white space, as a
+// command that prints a file or its value would show them.
+func fileSecrets(steps []Step) []string {
+	var out []string
+	for _, st := range steps {
+		for _, f := range st.Files {
+			content := f.Content
+			if f.Source != "" {
+				if fi, err := os.Stat(f.Source); err != nil || fi.Size() > maxMaskedFile+64 {
+					continue
+				}
+				if content, _ = os.ReadFile(f.Source); content == nil {
+					continue
+				}
+			}
+			trimmed := strings.TrimSpace(string(content))
+			if len(trimmed) < minMaskedFile || len(trimmed) > maxMaskedFile {
+				continue
+			}
+			out = append(out, trimmed)
+			if trimmed != string(content) {
+				out = append(out, string(content))
+			}
+		}
+	}
+	return out
 }
 
 func (r *runner) step(st Step) error {
@@ -102,7 +146,7 @@ func (r *runner) step(st Step) error {
 
 // run executes a command and records it; a non-zero exit is an error.
 func (r *runner) run(st Step) error {
-	res, err := r.d.Exec(r.ctx, r.id, execSpec(st))
+	res, err := r.d.Exec(r.ctx, r.id, r.spec(st))
 	if err != nil {
 		return fmt.Errorf("exec %s: %w", quoteArgv(st.Command), err)
 	}
@@ -128,7 +172,7 @@ func (r *runner) asRoot(st Step) Step {
 	if st.User == RootUser || st.User == "root" {
 		return st
 	}
-	res, err := r.d.Exec(r.ctx, r.id, driver.ExecSpec{Command: agent.IDCommand(), User: st.User})
+	res, err := r.d.Exec(r.ctx, r.id, r.bounded(driver.ExecSpec{Command: agent.IDCommand(), User: st.User}))
 	if err != nil || res.ExitCode != 0 {
 		return st
 	}
@@ -147,8 +191,14 @@ func (r *runner) asRoot(st Step) Step {
 	return out
 }
 
-func execSpec(st Step) driver.ExecSpec {
-	return driver.ExecSpec{Command: st.Command, Env: st.Env, Workdir: st.Workdir, User: st.User}
+func (r *runner) spec(st Step) driver.ExecSpec {
+	return r.bounded(driver.ExecSpec{Command: st.Command, Env: st.Env, Workdir: st.Workdir, User: st.User})
+}
+
+// bounded asks the driver to keep MaxOutput bytes of each stream, masked.
+func (r *runner) bounded(spec driver.ExecSpec) driver.ExecSpec {
+	spec.MaxOutput, spec.Mask = MaxOutput, r.secrets
+	return spec
 }
 
 func (r *runner) record(st Step, res driver.ExecResult) {
@@ -160,8 +210,8 @@ func (r *runner) record(st Step, res driver.ExecResult) {
 		Description: st.Description,
 		Command:     cmd,
 		ExitCode:    res.ExitCode,
-		Stdout:      r.mask(Truncate(res.Stdout)),
-		Stderr:      r.mask(Truncate(res.Stderr)),
+		Stdout:      Truncate(res.Stdout, res.StdoutOmitted),
+		Stderr:      Truncate(res.Stderr, res.StderrOmitted),
 	})
 }
 
@@ -176,7 +226,7 @@ func (r *runner) wait(st Step) error {
 	delay := pollFirst
 	last := "no probe completed"
 	for {
-		res, err := r.d.Exec(ctx, r.id, execSpec(st))
+		res, err := r.d.Exec(ctx, r.id, r.spec(st))
 		switch {
 		case err == nil && res.ExitCode == 0:
 			r.res.ReadyAt = time.Now().UTC()
@@ -208,7 +258,7 @@ func (r *runner) notReady(st Step, last string) error {
 	alive := "is still running"
 	if st.PIDFile != "" {
 		pid := agent.ProbeCommand(agent.Probe{Kind: agent.ProbePID, PIDFile: st.PIDFile})
-		if res, err := r.d.Exec(ctx, r.id, driver.ExecSpec{Command: pid, User: st.User}); err == nil && res.ExitCode != 0 {
+		if res, err := r.d.Exec(ctx, r.id, r.bounded(driver.ExecSpec{Command: pid, User: st.User})); err == nil && res.ExitCode != 0 {
 			alive = "has exited"
 		}
 	}
@@ -220,7 +270,7 @@ func (r *runner) logTail(ctx context.Context, st Step) string {
 	if st.LogPath == "" {
 		return "no service log"
 	}
-	res, err := r.d.Exec(ctx, r.id, driver.ExecSpec{Command: agent.TailCommand(MaxOutput, st.LogPath), User: st.User})
+	res, err := r.d.Exec(ctx, r.id, r.bounded(driver.ExecSpec{Command: agent.TailCommand(MaxOutput, st.LogPath), User: st.User}))
 	switch {
 	case err != nil:
 		return fmt.Sprintf("service log %s unavailable: %v", st.LogPath, err)
@@ -229,17 +279,13 @@ func (r *runner) logTail(ctx context.Context, st Step) string {
 	case len(res.Stdout) == 0:
 		return fmt.Sprintf("service log %s is empty", st.LogPath)
 	}
-	return fmt.Sprintf("end of service log %s:\n%s", st.LogPath, Truncate(res.Stdout))
+	return fmt.Sprintf("end of service log %s:\n%s", st.LogPath, Truncate(res.Stdout, res.StdoutOmitted))
 }
 
-// mask replaces every secret value with "(sensitive)".
+// mask replaces every secret value with "(sensitive)" in a whole text
+// (argv, errors); output is masked by the driver as it reads it.
 func (r *runner) mask(s string) string {
-	for _, sec := range r.secrets {
-		if sec != "" {
-			s = strings.ReplaceAll(s, sec, "(sensitive)")
-		}
-	}
-	return s
+	return outcap.Mask(s, r.secrets)
 }
 
 // maskedError keeps the cause for errors.Is while its text hides secrets.
@@ -255,17 +301,18 @@ func (r *runner) maskErr(err error) error {
 	return &maskedError{msg: r.mask(err.Error()), err: err}
 }
 
-// Truncate keeps the last MaxOutput bytes of b, starting on a whole UTF-8
-// character, behind a line saying how much was cut.
-func Truncate(b []byte) string {
-	if len(b) <= MaxOutput {
+// Truncate keeps the last MaxOutput bytes of b, the end of a stream of
+// which omitted bytes came before b, starting on a whole UTF-8 character,
+// behind a line saying how much was cut.
+func Truncate(b []byte, omitted int64) string {
+	start := max(len(b)-MaxOutput, 0)
+	if start == 0 && omitted == 0 {
 		return string(b)
 	}
-	start := len(b) - MaxOutput
 	for start < len(b) && !utf8.RuneStart(b[start]) {
 		start++
 	}
-	return fmt.Sprintf("[... %d bytes truncated]\n%s", start, b[start:])
+	return fmt.Sprintf("[... %d bytes truncated]\n%s", omitted+int64(start), b[start:])
 }
 
 // lastLine is the last non-empty line of the first non-empty stream, for

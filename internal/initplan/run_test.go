@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"reflect"
 	"strings"
 	"sync"
@@ -30,7 +31,15 @@ func (f *fakeDriver) Exec(_ context.Context, id string, spec driver.ExecSpec) (d
 	if id != "inst-1" {
 		return driver.ExecResult{}, fmt.Errorf("instance %q: %w", id, driver.ErrNotFound)
 	}
-	return f.exec(spec)
+	res, err := f.exec(spec)
+	if err != nil {
+		return res, err
+	}
+	// Collected as a driver does: bounded and masked as spec asks.
+	stdout, stderr := spec.Output(), spec.Output()
+	_, _ = stdout.Write(res.Stdout)
+	_, _ = stderr.Write(res.Stderr)
+	return driver.Collected(res.ExitCode, stdout, stderr), nil
 }
 
 func (f *fakeDriver) CopyFiles(_ context.Context, _ string, files []driver.File) error {
@@ -194,20 +203,70 @@ func TestRunTruncatesAndMasks(t *testing.T) {
 	if !reflect.DeepEqual(r.Command, []string{"login", "--password", "(sensitive)"}) || strings.Contains(r.Stderr, "hunter2") {
 		t.Errorf("not masked: %#v", r)
 	}
-	if !strings.HasPrefix(r.Stdout, "[... 915 bytes truncated]\n") || !strings.HasSuffix(r.Stdout, "(sensitive)-end") {
+	// 5000 + len("(sensitive)-end") bytes once masked, of which 4096 are kept.
+	if !strings.HasPrefix(r.Stdout, "[... 919 bytes truncated]\n") || !strings.HasSuffix(r.Stdout, "(sensitive)-end") {
 		t.Errorf("stdout head %q tail %q", r.Stdout[:40], r.Stdout[len(r.Stdout)-20:])
+	}
+}
+
+// TestRunMasksSecretAtTheCut: the secret's start falls just before the
+// 4 KiB kept; cut first and masked after, its end would be stored.
+func TestRunMasksSecretAtTheCut(t *testing.T) {
+	const secret = "hunter2-long-password"
+	out := strings.Repeat("a", 5000) + secret + strings.Repeat("b", MaxOutput-10)
+	f := &fakeDriver{exec: func(driver.ExecSpec) (driver.ExecResult, error) { return ok(out) }}
+	plan := Plan{Secrets: []string{secret}, Steps: []Step{{Kind: StepRun, Description: "print", Command: []string{"print"}}}}
+	res, err := Run(context.Background(), f, "inst-1", plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := res.Steps[0].Stdout
+	if strings.Contains(got, "password") || !strings.Contains(got, "sitive)bbb") {
+		t.Errorf("stdout keeps part of the secret or lost the mask: %q", got[:60])
+	}
+}
+
+// TestRunMasksFileContents: a command that prints a file the initializer
+// copied (inline or from a source file) shows it masked; short contents,
+// which would mask ordinary words, are not.
+func TestRunMasksFileContents(t *testing.T) {
+	src := t.TempDir() + "/token"
+	if err := os.WriteFile(src, []byte("tok-from-source-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeDriver{exec: func(driver.ExecSpec) (driver.ExecResult, error) {
+		return driver.ExecResult{ExitCode: 1, Stdout: []byte("db-password-1234\nok\n"), Stderr: []byte("bad token tok-from-source-file")}, nil
+	}}
+	plan := mustExpand(t, Input{
+		Files: []driver.File{
+			{Path: "/etc/app/password", Content: []byte("  db-password-1234\n")},
+			{Path: "/etc/app/token", Source: src},
+			{Path: "/etc/app/flag", Content: []byte("ok")},
+		},
+		Commands: [][]string{{"cat", "/etc/app/password"}},
+	})
+	res, err := Run(context.Background(), f, "inst-1", plan)
+	if err == nil || strings.Contains(err.Error(), "tok-from") || !strings.Contains(err.Error(), "bad token (sensitive)") {
+		t.Errorf("error %v", err)
+	}
+	r := res.Steps[len(res.Steps)-1]
+	if r.Stdout != "(sensitive)\nok\n" || r.Stderr != "bad token (sensitive)" {
+		t.Errorf("stdout %q stderr %q", r.Stdout, r.Stderr)
 	}
 }
 
 func TestTruncateUTF8(t *testing.T) {
 	s := strings.Repeat("é", 3000) // 6000 bytes, 2 per rune
-	got := Truncate([]byte(s))
+	got := Truncate([]byte(s), 0)
 	body := got[strings.IndexByte(got, '\n')+1:]
 	if len(body) > MaxOutput || !strings.HasPrefix(body, "é") {
 		t.Errorf("truncated body of %d bytes starts %q", len(body), body[:4])
 	}
-	if Truncate([]byte("short")) != "short" {
+	if Truncate([]byte("short"), 0) != "short" {
 		t.Error("short output changed")
+	}
+	if got := Truncate([]byte("end"), 7); got != "[... 7 bytes truncated]\nend" {
+		t.Errorf("kept end of a longer stream: %q", got)
 	}
 }
 

@@ -85,10 +85,12 @@ var handleFields = map[string][]handleField{
 			"server's trust store (`incus config trust add-certificate`), or be added on first contact with `trust_token_env`."},
 		{name: "client_key_file", description: "Private key (PEM) of `client_cert_file`."},
 		{name: "server_cert_file", description: "The `https://` server's certificate (PEM, as `incus info` prints it), " +
-			"trusted for this connection only. Without it or `server_fingerprint` the server must present a certificate " +
+			"pinned: the server must present exactly this certificate, and one it signed or a public CA signed is refused. " +
+			"Without it or `server_fingerprint` the server must present a certificate " +
 			"the system CAs accept: a self-signed certificate is never trusted silently."},
 		{name: "server_fingerprint", description: "SHA-256 fingerprint the `https://` server's certificate must have " +
-			"(64 hex digits as `incus info` prints it, or `SHA256:<base64>`), instead of `server_cert_file`."},
+			"(64 hex digits as `incus info` prints it, or `SHA256:<base64>`): a pin like `server_cert_file`. With both, " +
+			"they must name the same certificate."},
 		{name: "trust_token_env", description: "Name of an environment variable holding a trust token made on the server " +
 			"with `incus config trust add NAME`. On first contact, when the server does not trust `client_cert_file` yet, " +
 			"the provider presents the token, which adds the certificate to the server's trust store; later runs need " +

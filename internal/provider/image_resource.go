@@ -103,7 +103,7 @@ func (r *imageResource) Schema(_ context.Context, _ resource.SchemaRequest, resp
 			"build": schema.SingleNestedAttribute{Optional: true, PlanModifiers: replaceSource,
 				Description: "Build from a local context directory (needs the `image_build` capability: docker).",
 				Attributes: map[string]schema.Attribute{
-					"context":    schema.StringAttribute{Required: true, Validators: nonEmpty, Description: "Local directory sent to the builder."},
+					"context":    schema.StringAttribute{Required: true, Validators: nonEmpty, Description: "Local directory sent to the builder (a symlink to a directory is followed)."},
 					"dockerfile": schema.StringAttribute{Optional: true, Validators: nonEmpty, Description: "Dockerfile path relative to `context`. Defaults to `Dockerfile`."},
 					"args":       schema.MapAttribute{Optional: true, ElementType: types.StringType, Description: "Build arguments."},
 					"target":     schema.StringAttribute{Optional: true, Validators: nonEmpty, Description: "Stage of a multi-stage build to stop at."},

@@ -15,10 +15,13 @@ import (
 // side effects a re-run or on_destroy leaves in the instance.
 func commandsBody(onDestroy, trigger string) string {
 	return `
-  files = [{ path = "/srv/data/greeting.txt", content = "hello", mode = "0600" }]
+  files = [
+    { path = "/srv/data/greeting.txt", content = "hello", mode = "0600" },
+    { path = "/srv/data/token", content = "tok-3f9a2c71e5", mode = "0600" },
+  ]
   commands = [
     ["sh", "-c", "cat /srv/data/greeting.txt; echo \" $WHO\""],
-    ["sh", "-c", "echo run >> /srv/runs; echo oops >&2"],
+    ["sh", "-c", "echo run >> /srv/runs; echo oops >&2; echo token; cat /srv/data/token"],
   ]
   env        = { WHO = "world" }
   on_destroy = [["sh", "-c", "echo ` + onDestroy + ` >> /srv/bye"]]
@@ -39,6 +42,8 @@ func TestAccInitializer_commands(t *testing.T) {
 					expectInit(initAddr, result(0, "command"), knownvalue.ListExact([]knownvalue.Check{
 						knownvalue.StringExact("sh"), knownvalue.StringExact("-c"), knownvalue.NotNull()})),
 					expectInit(initAddr, result(1, "stderr"), knownvalue.StringExact("oops\n")),
+					// A file's content is masked where a command prints it ("hello" is too short to be).
+					expectInit(initAddr, result(1, "stdout"), knownvalue.StringExact("token\n(sensitive)")),
 					expectInit(initAddr, tfjsonpath.New("ready_at"), knownvalue.Null()),
 					expectInit(initAddr, tfjsonpath.New("service_running"), knownvalue.Null()),
 				},

@@ -189,8 +189,10 @@ func initializerComputedAttributes() map[string]schema.Attribute {
 			Computed:      true,
 			PlanModifiers: []planmodifier.List{listplanmodifier.UseStateForUnknown()},
 			Description: fmt.Sprintf("Every command that ran, in order: the kind's setup, `commands` and the agent's "+
-				"service start. Each output stream keeps its last %d bytes (behind a `[... N bytes truncated]` line); "+
-				"secret values are masked.", initplan.MaxOutput),
+				"service start. Each output stream keeps its last %d bytes (behind a `[... N bytes truncated]` line): "+
+				"the provider reads the rest and lets it go, so a command with endless output costs bounded memory. "+
+				"The values of `sensitive_settings` and the contents of `files` (those of 8 bytes to 64 KiB without "+
+				"surrounding white space) are masked as `(sensitive)` before anything is cut, here and in error messages.", initplan.MaxOutput),
 			NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
 				"description": schema.StringAttribute{Computed: true, Description: "What the step was, e.g. `command` or `create virtual environment`."},
 				"command":     schema.ListAttribute{Computed: true, ElementType: types.StringType, Description: "The argv that ran."},

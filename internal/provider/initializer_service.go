@@ -52,7 +52,7 @@ const (
 // the service's pid file still runs.
 func probeService(ctx context.Context, d driver.Driver, id string, svc initplan.Step) (serviceState, string) {
 	argv := agent.ProbeCommand(agent.Probe{Kind: agent.ProbePID, PIDFile: svc.PIDFile})
-	res, err := d.Exec(ctx, id, driver.ExecSpec{Command: argv, User: svc.User})
+	res, err := d.Exec(ctx, id, driver.ExecSpec{Command: argv, User: svc.User, MaxOutput: initplan.MaxOutput})
 	switch {
 	case err != nil:
 		return serviceUnknown, err.Error()
@@ -83,7 +83,7 @@ exit 0
 
 // stopService stops the service as the user it runs as.
 func stopService(ctx context.Context, d driver.Driver, id string, svc initplan.Step) error {
-	res, err := d.Exec(ctx, id, driver.ExecSpec{Command: []string{"sh", "-c", stopScript, "sh", svc.PIDFile, agent.PathInInstance}, User: svc.User})
+	res, err := d.Exec(ctx, id, driver.ExecSpec{Command: []string{"sh", "-c", stopScript, "sh", svc.PIDFile, agent.PathInInstance}, User: svc.User, MaxOutput: initplan.MaxOutput})
 	switch {
 	case err != nil:
 		return err

@@ -68,6 +68,10 @@ func badInputs() []badInput {
 		{"lifetime", d, `lifetime = "2 hours"`, `Invalid Duration(?s).*lifetime`},
 		{"lifetime bare number", d, `lifetime = "10"`, `lifetime`},
 		{"lifetime zero", d, `lifetime = "0s"`, `lifetime`},
+		{"lifetime days plus", d, `lifetime = "1d+1h"`, `Invalid Duration(?s).*lifetime(?s).*unknown unit`},
+		{"lifetime nanoseconds", d, `lifetime = "1ns"`, `Invalid Duration(?s).*lifetime(?s).*unknown unit`},
+		{"lifetime microseconds", d, `lifetime = "5µs"`, `Invalid Duration(?s).*lifetime(?s).*unknown unit`},
+		{"lifetime below a millisecond", d, `lifetime = "1.0000000001s"`, `Invalid Duration(?s).*lifetime(?s).*finer(?s).*than(?s).*a(?s).*millisecond`},
 		{"capability", d, `security = { capabilities = { add = ["net admin"] } }`, `security\.capabilities\.add`},
 		{"image", d, `image = ""`, `image`},
 	}

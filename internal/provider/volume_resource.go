@@ -64,7 +64,7 @@ func (r *volumeResource) Schema(_ context.Context, _ resource.SchemaRequest, res
 				Description:   "Name of the volume, unique within the backend: " + names.NameRule + "."},
 			"source": schema.StringAttribute{Optional: true, Validators: []validator.String{stringvalidator.LengthAtLeast(1)},
 				PlanModifiers: []planmodifier.String{replaceStringUnlessImported()},
-				Description:   "Local directory whose contents seed the volume when it is created."},
+				Description:   "Local directory whose contents seed the volume when it is created. A symlink to a directory is followed; symlinks inside it are copied as links."},
 			"labels": schema.MapAttribute{Optional: true, ElementType: types.StringType, Validators: []validator.Map{labelsValidator{}},
 				PlanModifiers: []planmodifier.Map{mapplanmodifier.RequiresReplace()},
 				Description:   "Labels of the volume, besides the provider's `labels`. Keys: " + names.LabelKeyRule + "."},

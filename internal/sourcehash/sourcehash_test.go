@@ -125,3 +125,29 @@ func TestErrors(t *testing.T) {
 		t.Error("file content change not seen")
 	}
 }
+
+// TestDirFollowsATopLevelLink: a source given as a symlink to a directory
+// hashes as that directory (walked as the link, it hashed as empty), while
+// a link below the top stays a link.
+func TestDirFollowsATopLevelLink(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "a.txt", "a")
+	if err := os.Symlink("a.txt", filepath.Join(dir, "inner")); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(dir, link); err != nil {
+		t.Fatal(err)
+	}
+	empty := mustDir(t, t.TempDir(), false)
+	if got, want := mustDir(t, link, false), mustDir(t, dir, false); got != want || got == empty {
+		t.Errorf("hash through the link %s, of the directory %s (empty: %s)", got, want, empty)
+	}
+	write(t, dir, "a.txt", "changed")
+	if got, want := mustDir(t, link, false), mustDir(t, dir, false); got != want {
+		t.Errorf("after a change: hash through the link %s, of the directory %s", got, want)
+	}
+	if _, err := Dir(filepath.Join(dir, "inner"), false); err == nil {
+		t.Error("a link to a file hashed as a directory")
+	}
+}

@@ -46,8 +46,13 @@ func ReadDockerignore(dir string) (*patternmatcher.PatternMatcher, error) {
 // and its slash-separated name relative to dir. Entries that ignore matches
 // (nil: none) are left out, except the names in keep, as `docker build`
 // applies .dockerignore: a directory excluded with no "!" pattern is skipped
-// whole; otherwise each path is checked so that exceptions can win.
+// whole; otherwise each path is checked so that exceptions can win. A
+// symlink as dir itself is followed (links below it are entries).
 func Walk(dir string, ignore *patternmatcher.PatternMatcher, keep map[string]bool, fn func(path, rel string) error) error {
+	dir, err := resolveTop(dir)
+	if err != nil {
+		return err
+	}
 	return filepath.WalkDir(dir, func(p string, de fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -89,12 +94,34 @@ func WriteDir(w io.Writer, dir string, ignore *patternmatcher.PatternMatcher, ke
 // AddDir writes dir itself as prefix/ and everything below it under prefix,
 // as WriteDir does (nothing left out), into tw, which stays open.
 func AddDir(tw *tar.Writer, dir, prefix string) error {
+	dir, err := resolveTop(dir)
+	if err != nil {
+		return err
+	}
 	if err := writeEntry(tw, dir, prefix); err != nil {
 		return err
 	}
 	return Walk(dir, nil, nil, func(p, rel string) error {
 		return writeEntry(tw, p, path.Join(prefix, rel))
 	})
+}
+
+// resolveTop follows dir when it is a symlink: a volume source or build
+// context given as a link to a directory means that directory (walked as
+// the link itself, it would yield nothing).
+func resolveTop(dir string) (string, error) {
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", err
+	}
+	st, err := os.Stat(real)
+	if err != nil {
+		return "", err
+	}
+	if !st.IsDir() {
+		return "", fmt.Errorf("%s is not a directory", dir)
+	}
+	return real, nil
 }
 
 // writeEntry writes the file at p as name: its header (owner root, PAX

@@ -89,55 +89,112 @@ func FormatSize(n int64) string {
 }
 
 // DurationDoc describes the accepted duration syntax, for schema descriptions.
-const DurationDoc = "a duration such as `90s`, `15m`, `2h`, `1h30m` or `7d` " +
-	"(units `d`, `h`, `m`, `s`, `ms`; `d` is 24 hours)"
+const DurationDoc = "a duration such as `90s`, `15m`, `2h`, `1h30m`, `1.5h` or `7d`: numbers with units, largest " +
+	"first and each once, from `d` (24 hours, a whole number), `h`, `m`, `s` and `ms`, to the millisecond; `0` alone is zero"
 
-// ParseDuration parses a non-negative duration: Go's syntax ("1h30m", "90s",
-// "1.5h") plus a leading whole number of days ("7d", "1d12h"). A bare number
-// other than "0" is an error: the unit is never guessed.
+// durationUnits are the units of DurationDoc, largest first.
+var durationUnits = []struct {
+	name string
+	size time.Duration
+}{{"d", 24 * time.Hour}, {"h", time.Hour}, {"m", time.Minute}, {"s", time.Second}, {"ms", time.Millisecond}}
+
+// ParseDuration parses a non-negative duration written as DurationDoc says
+// ("1h30m", "90s", "1.5h", "7d", "1d12h", surrounding spaces allowed) and
+// refuses anything else: other units, signs, repeated or misordered units,
+// a fraction of a day, and values finer than a millisecond, which would
+// otherwise be cut without a word. A bare number other than "0" is an
+// error: the unit is never guessed.
 func ParseDuration(s string) (time.Duration, error) {
 	t := strings.TrimSpace(s)
 	if t == "" {
-		return 0, fmt.Errorf("invalid duration %q: empty", s)
+		return 0, fmt.Errorf("invalid duration %q: empty; %s", s, durationHint)
 	}
-	if strings.HasPrefix(t, "-") {
-		return 0, fmt.Errorf("invalid duration %q: negative", s)
+	if t == "0" {
+		return 0, nil
 	}
-	var days time.Duration
-	if i := strings.IndexByte(t, 'd'); i >= 0 {
-		n, ok := digits(t[:i])
-		if !ok {
-			return 0, fmt.Errorf("invalid duration %q: days must be a whole number before the other units, e.g. 1d12h", s)
+	var total time.Duration
+	next := 0 // index of the largest unit still allowed
+	for t != "" {
+		num, rest := cutNumber(t)
+		if num == "" {
+			return 0, fmt.Errorf("invalid duration %q: expected a number at %q; %s", s, t, durationHint)
 		}
-		if n > math.MaxInt64/int64(24*time.Hour) {
+		unit, after := cutUnit(rest)
+		u := unitIndex(unit)
+		switch {
+		case unit == "":
+			return 0, fmt.Errorf("invalid duration %q: %s has no unit; %s", s, num, durationHint)
+		case u < 0:
+			return 0, fmt.Errorf("invalid duration %q: unknown unit %q; %s", s, unit, durationHint)
+		case u < next:
+			return 0, fmt.Errorf("invalid duration %q: unit %q repeated or after a smaller one; write the largest unit first, e.g. 1d12h or 1h30m", s, unit)
+		}
+		d, err := unitValue(num, durationUnits[u].size, unit == "d")
+		if err != nil {
+			return 0, fmt.Errorf("invalid duration %q: %s%s %w", s, num, unit, err)
+		}
+		if total > math.MaxInt64-d {
 			return 0, fmt.Errorf("invalid duration %q: too large", s)
 		}
-		days, t = time.Duration(n)*24*time.Hour, t[i+1:]
-		if t == "" {
-			return days, nil
-		}
+		total += d
+		next, t = u+1, after
 	}
-	d, err := time.ParseDuration(t)
-	if err != nil {
-		return 0, fmt.Errorf("invalid duration %q: use a number with a unit such as 90s, 15m, 2h, 1h30m or 7d", s)
-	}
-	if d < 0 || days > math.MaxInt64-d {
-		return 0, fmt.Errorf("invalid duration %q: out of range", s)
-	}
-	return days + d, nil
+	return total, nil
 }
 
-// digits parses a non-empty run of ASCII digits.
-func digits(s string) (int64, bool) {
-	if s == "" || len(s) > 18 {
-		return 0, false
+const durationHint = "use numbers with units d, h, m, s or ms, largest first, such as 90s, 15m, 1h30m, 1.5h or 7d"
+
+// cutNumber splits t after a leading decimal number (digits, optionally
+// a point and more digits).
+func cutNumber(t string) (string, string) {
+	i := 0
+	for i < len(t) && t[i] >= '0' && t[i] <= '9' {
+		i++
 	}
-	var n int64
-	for _, r := range s {
-		if r < '0' || r > '9' {
-			return 0, false
+	if i > 0 && i+1 < len(t) && t[i] == '.' && t[i+1] >= '0' && t[i+1] <= '9' {
+		i++
+		for i < len(t) && t[i] >= '0' && t[i] <= '9' {
+			i++
 		}
-		n = n*10 + int64(r-'0')
 	}
-	return n, true
+	return t[:i], t[i:]
+}
+
+// cutUnit splits t after a leading unit: the letters before the next digit.
+func cutUnit(t string) (string, string) {
+	i := 0
+	for i < len(t) && (t[i] < '0' || t[i] > '9') {
+		i++
+	}
+	return t[:i], t[i:]
+}
+
+func unitIndex(unit string) int {
+	for i, u := range durationUnits {
+		if u.name == unit {
+			return i
+		}
+	}
+	return -1
+}
+
+// unitValue is num units of size, exactly: a value that is not a whole
+// number of milliseconds, or too large, is an error (whole: no fraction).
+func unitValue(num string, size time.Duration, whole bool) (time.Duration, error) {
+	r, ok := new(big.Rat).SetString(num)
+	if !ok {
+		return 0, fmt.Errorf("is not a number")
+	}
+	if whole && !r.IsInt() {
+		return 0, fmt.Errorf("is not a whole number of days; write the rest in hours, e.g. 1d12h")
+	}
+	ms := new(big.Rat).Mul(r, big.NewRat(int64(size/time.Millisecond), 1))
+	if !ms.IsInt() {
+		return 0, fmt.Errorf("is finer than a millisecond, the smallest unit")
+	}
+	n := ms.Num()
+	if !n.IsInt64() || n.Int64() > math.MaxInt64/int64(time.Millisecond) {
+		return 0, fmt.Errorf("is too large")
+	}
+	return time.Duration(n.Int64()) * time.Millisecond, nil
 }

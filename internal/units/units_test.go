@@ -1,7 +1,9 @@
 package units
 
 import (
+	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -69,19 +71,28 @@ func TestFormatSize(t *testing.T) {
 
 func TestParseDuration(t *testing.T) {
 	good := map[string]time.Duration{
-		"0":        0,
-		"0s":       0,
-		"90s":      90 * time.Second,
-		"2h":       2 * time.Hour,
-		"1h30m":    90 * time.Minute,
-		"1.5h":     90 * time.Minute,
-		"15m":      15 * time.Minute,
-		"500ms":    500 * time.Millisecond,
-		" 10s ":    10 * time.Second,
-		"7d":       7 * 24 * time.Hour,
-		"1d12h":    36 * time.Hour,
-		"1d0s":     24 * time.Hour,
-		"2562047h": 2562047 * time.Hour,
+		"0":            0,
+		"0s":           0,
+		"90s":          90 * time.Second,
+		"2h":           2 * time.Hour,
+		"1h30m":        90 * time.Minute,
+		"1.5h":         90 * time.Minute,
+		"15m":          15 * time.Minute,
+		"500ms":        500 * time.Millisecond,
+		"1.5s":         1500 * time.Millisecond,
+		"0.001s":       time.Millisecond,
+		"1s500ms":      1500 * time.Millisecond,
+		"1d2h3m4s5ms":  26*time.Hour + 3*time.Minute + 4*time.Second + 5*time.Millisecond,
+		" 10s ":        10 * time.Second,
+		"7d":           7 * 24 * time.Hour,
+		"1d12h":        36 * time.Hour,
+		"1d0s":         24 * time.Hour,
+		"2562047h":     2562047 * time.Hour,
+		"106751d":      106751 * 24 * time.Hour,
+		"0010m":        10 * time.Minute,
+		"1.000000000h": time.Hour,
+		"2562047.5h":   2562047*time.Hour + 30*time.Minute,
+		"9223372036s":  9223372036 * time.Second,
 	}
 	for in, want := range good {
 		got, err := ParseDuration(in)
@@ -89,13 +100,55 @@ func TestParseDuration(t *testing.T) {
 			t.Errorf("ParseDuration(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
-	bad := []string{
-		"", " ", "10", "-1s", "-1h", "1h-1m", "1d-1h", "abc", "h", "1x", "1.5d", "d", "d1h",
-		"1h1d", "1dd", "2562048h", "106752d", "106751d24h", "99999999999999999999d", "1 h",
+	// Each bad input with a piece of the message that says what is wrong.
+	bad := map[string]string{
+		"":                      "empty",
+		" ":                     "empty",
+		"10":                    "10 has no unit",
+		"0.0":                   "has no unit",
+		"-1s":                   "expected a number",
+		"+1s":                   "expected a number",
+		"1h-1m":                 `unknown unit "h-"`,
+		"1d+1h":                 `unknown unit "d+"`,
+		"1d-1h":                 `unknown unit "d-"`,
+		"abc":                   "expected a number",
+		"h":                     "expected a number",
+		"1x":                    `unknown unit "x"`,
+		"1ns":                   `unknown unit "ns"`,
+		"1us":                   `unknown unit "us"`,
+		"1µs":                   `unknown unit "µs"`,
+		"5µs":                   `unknown unit "µs"`,
+		"1H":                    `unknown unit "H"`,
+		"1.5d":                  "not a whole number of days",
+		"d":                     "expected a number",
+		"d1h":                   "expected a number",
+		"1h1d":                  "after a smaller one",
+		"1m1h":                  "after a smaller one",
+		"1h1h":                  "repeated",
+		"1s1s":                  "repeated",
+		"1dd":                   `unknown unit "dd"`,
+		"1.0000000001s":         "finer than a millisecond",
+		"0.5ms":                 "finer than a millisecond",
+		"1.0001s":               "finer than a millisecond",
+		"2562048h":              "too large",
+		"106752d":               "too large",
+		"106751d24h":            "too large",
+		"99999999999999999999d": "too large",
+		"1 h":                   `unknown unit " h"`,
+		"1h 30m":                `unknown unit "h "`,
+		"1.s":                   `unknown unit ".s"`,
+		".5s":                   "expected a number",
+		"1.5.5s":                `unknown unit "."`,
+		"1e3s":                  `unknown unit "e"`,
 	}
-	for _, in := range bad {
-		if got, err := ParseDuration(in); err == nil {
+	for in, want := range bad {
+		got, err := ParseDuration(in)
+		if err == nil {
 			t.Errorf("ParseDuration(%q) = %v, want an error", in, got)
+			continue
+		}
+		if !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), fmt.Sprintf("%q", in)) {
+			t.Errorf("ParseDuration(%q): error %q, want it to name the value and say %q", in, err, want)
 		}
 	}
 }

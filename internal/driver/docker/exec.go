@@ -109,10 +109,10 @@ func (d *Driver) execAttached(ctx context.Context, id string, spec driver.ExecSp
 			_ = hj.CloseWrite()
 		}()
 	}
-	var stdout, stderr bytes.Buffer
+	stdout, stderr := spec.Output(), spec.Output()
 	done := make(chan error, 1)
 	go func() {
-		_, err := stdcopy.StdCopy(&stdout, &stderr, hj.Reader)
+		_, err := stdcopy.StdCopy(stdout, stderr, hj.Reader)
 		done <- err
 	}()
 	select {
@@ -128,7 +128,7 @@ func (d *Driver) execAttached(ctx context.Context, id string, spec driver.ExecSp
 	if err != nil {
 		return driver.ExecResult{}, d.wrap(err, "exec in instance %q: exit code", id)
 	}
-	return driver.ExecResult{ExitCode: ins.ExitCode, Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}, nil
+	return driver.Collected(ins.ExitCode, stdout, stderr), nil
 }
 
 func (d *Driver) execDetached(ctx context.Context, id string, spec driver.ExecSpec) (driver.ExecResult, error) {

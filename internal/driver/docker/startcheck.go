@@ -8,10 +8,8 @@ package docker
 // then started again on every plan.
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -22,6 +20,7 @@ import (
 
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/agent"
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/outcap"
 )
 
 // startCheckTimeout bounds the wait for the agent's readiness. It is only
@@ -144,18 +143,15 @@ func (d *Driver) logTail(ctx context.Context, id string, n int) string {
 		return ""
 	}
 	defer rc.Close()
-	var out, errb bytes.Buffer
-	if _, err := stdcopy.StdCopy(&out, &errb, io.LimitReader(rc, 1<<20)); err != nil {
+	out, errb := outcap.New(n, nil), outcap.New(n, nil)
+	if _, err := stdcopy.StdCopy(out, errb, rc); err != nil {
 		return ""
 	}
-	s := errb.String()
-	if s == "" {
-		s = out.String()
+	s, _ := errb.Bytes()
+	if len(s) == 0 {
+		s, _ = out.Bytes()
 	}
-	if len(s) > n {
-		s = s[len(s)-n:]
-	}
-	return s
+	return string(s)
 }
 
 // withAgent reports whether the entrypoint runs the agent as init.

@@ -49,6 +49,7 @@ const (
 	TestScopeIdempotent   = "ScopeIdempotent"
 	TestLifecycle         = "Lifecycle"
 	TestExecEnv           = "ExecEnv"
+	TestExecOutput        = "ExecOutputBounded"
 	TestExecPrivileges    = "ExecPrivileges"
 	TestFiles             = "Files"
 	TestCreateStopped     = "CreateStopped"
@@ -61,6 +62,7 @@ const (
 	TestDetachedExec      = "DetachedExec"
 	TestConcurrentCreates = "ConcurrentCreates"
 	TestInitializer       = "Initializer"
+	TestServiceLinks      = "ServiceStateLinks"
 )
 
 // OpTimeout bounds each engine call of the suite.
@@ -76,6 +78,7 @@ var subtests = []subtest{
 	{TestScopeIdempotent, testScopeIdempotent},
 	{TestLifecycle, testLifecycle},
 	{TestExecEnv, testExecEnv},
+	{TestExecOutput, testExecOutputBounded},
 	{TestExecPrivileges, testExecPrivileges},
 	{TestFiles, testFiles},
 	{TestCreateStopped, testCreateStopped},
@@ -88,6 +91,7 @@ var subtests = []subtest{
 	{TestDetachedExec, testDetachedExec},
 	{TestConcurrentCreates, testConcurrentCreates},
 	{TestInitializer, testInitializer},
+	{TestServiceLinks, testServiceStateLinks},
 }
 
 // suite carries the harness into subtests.

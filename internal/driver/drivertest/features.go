@@ -58,6 +58,12 @@ func testVolumes(t *testing.T, s *suite) {
 		}
 	}
 	seeded := sc.createVolume(t, driver.VolumeSpec{Name: uniqueName("seed"), SourceDir: seedDir})
+	// A source that is a symlink to the directory seeds its files too.
+	seedLink := filepath.Join(t.TempDir(), "seed-link")
+	if err := os.Symlink(seedDir, seedLink); err != nil {
+		t.Fatal(err)
+	}
+	linked := sc.createVolume(t, driver.VolumeSpec{Name: uniqueName("linked"), SourceDir: seedLink})
 	scratch := sc.createVolume(t, driver.VolumeSpec{Name: uniqueName("rw")})
 	if v, err := sc.d.InspectVolume(ctx(t), seeded.Name); err != nil || v.Name != seeded.Name {
 		t.Errorf("InspectVolume(%s) = %+v, %v", seeded.Name, v, err)
@@ -67,9 +73,11 @@ func testVolumes(t *testing.T, s *suite) {
 	spec.Mounts = []driver.Mount{
 		{Volume: seeded.Name, Target: "/data", ReadOnly: true},
 		{Volume: scratch.Name, Target: "/rw"},
+		{Volume: linked.Name, Target: "/linked", ReadOnly: true},
 	}
 	writer := sc.create(t, spec)
 	sc.expectOutput(t, writer.ID, "cat /data/seed.txt /data/sub/nested.txt", "seed\nnested\n")
+	sc.expectOutput(t, writer.ID, "cat /linked/seed.txt /linked/sub/nested.txt", "seed\nnested\n")
 	if res := sc.exec(t, writer.ID, driver.ExecSpec{Command: []string{"sh", "-c", "echo x > /data/new"}}); res.ExitCode == 0 {
 		t.Error("writing to a read-only mount succeeded")
 	}
@@ -86,7 +94,7 @@ func testVolumes(t *testing.T, s *suite) {
 			t.Fatalf("DeleteInstance: %v", err)
 		}
 	}
-	for _, v := range []string{seeded.Name, scratch.Name} {
+	for _, v := range []string{seeded.Name, scratch.Name, linked.Name} {
 		if err := sc.d.DeleteVolume(ctx(t), v); err != nil {
 			t.Fatalf("DeleteVolume(%s): %v", v, err)
 		}

@@ -2,6 +2,7 @@ package incus_test
 
 import (
 	"encoding/base64"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,7 +44,13 @@ func TestRemoteHTTPS(t *testing.T) {
 
 	for name, mutate := range map[string]func(*driver.IncusConfig){
 		"fingerprint": func(c *driver.IncusConfig) { c.ServerFingerprint = srv.Environment.CertificateFingerprint },
-		"cert file":   func(c *driver.IncusConfig) { c.ServerCertFile = serverCert },
+		"fingerprint base64": func(c *driver.IncusConfig) {
+			c.ServerFingerprint = base64Fingerprint(t, srv.Environment.CertificateFingerprint)
+		},
+		"cert file": func(c *driver.IncusConfig) { c.ServerCertFile = serverCert },
+		"cert file and fingerprint": func(c *driver.IncusConfig) {
+			c.ServerCertFile, c.ServerFingerprint = serverCert, srv.Environment.CertificateFingerprint
+		},
 	} {
 		cfg := base
 		mutate(&cfg)
@@ -63,6 +70,10 @@ func TestRemoteHTTPS(t *testing.T) {
 	for name, mutate := range map[string]func(*driver.IncusConfig){
 		"no pin":            func(*driver.IncusConfig) {},
 		"wrong fingerprint": func(c *driver.IncusConfig) { c.ServerFingerprint = strings.Repeat("ab", 32) },
+		"wrong base64 fingerprint": func(c *driver.IncusConfig) {
+			c.ServerFingerprint = base64Fingerprint(t, strings.Repeat("ab", 32))
+		},
+		"other cert file": func(c *driver.IncusConfig) { c.ServerCertFile = testcert.NewClient(t, "not-the-server").CertFile },
 	} {
 		cfg := base
 		mutate(&cfg)
@@ -77,6 +88,16 @@ func TestRemoteHTTPS(t *testing.T) {
 		}
 		_ = d.Close()
 	}
+}
+
+// base64Fingerprint turns a hex SHA-256 into SHA256:<base64>, unpadded.
+func base64Fingerprint(t *testing.T, hexFP string) string {
+	t.Helper()
+	b, err := hex.DecodeString(hexFP)
+	if err != nil || len(b) != 32 {
+		t.Fatalf("fingerprint %q: %v", hexFP, err)
+	}
+	return "SHA256:" + base64.RawStdEncoding.EncodeToString(b)
 }
 
 // exposeHTTPS makes the server listen on remoteAddr unless it listens

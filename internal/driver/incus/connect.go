@@ -6,7 +6,9 @@ import (
 	"crypto/subtle"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/hex"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"net"
@@ -226,9 +228,11 @@ func presentTrustToken(s incus.InstanceServer, tokenEnv string) error {
 	return nil
 }
 
-// remoteArgs reads the certificate files. Without a server certificate or a
-// pinned fingerprint the server must present a certificate the system CAs
-// accept: a server certificate is never trusted silently.
+// remoteArgs reads the certificate files. server_cert_file and
+// server_fingerprint each pin the server's certificate: the handshake
+// accepts exactly that certificate (pinCertificate), whatever CA signed
+// it or another one. Without either the server must present a certificate
+// the system CAs accept: a server certificate is never trusted silently.
 func remoteArgs(cfg driver.IncusConfig) (*incus.ConnectionArgs, []byte, error) {
 	if cfg.ClientCertFile == "" || cfg.ClientKeyFile == "" {
 		return nil, nil, errors.New("a remote server needs client_cert_file and client_key_file")
@@ -241,20 +245,48 @@ func remoteArgs(cfg driver.IncusConfig) (*incus.ConnectionArgs, []byte, error) {
 	if args.TLSClientKey, err = readFile(cfg.ClientKeyFile); err != nil {
 		return nil, nil, err
 	}
-	if cfg.ServerCertFile != "" {
-		if args.TLSServerCert, err = readFile(cfg.ServerCertFile); err != nil {
-			return nil, nil, err
-		}
-	}
 	var pin []byte
-	if cfg.ServerFingerprint != "" {
-		if pin, err = parseFingerprint(cfg.ServerFingerprint); err != nil {
+	if cfg.ServerCertFile != "" {
+		// Not args.TLSServerCert: the client would add it to the system
+		// CAs, so any certificate they or it sign would pass.
+		if pin, err = certificatePin(cfg.ServerCertFile); err != nil {
 			return nil, nil, err
 		}
-		// The chain is not checked against CAs; pinCertificate checks the leaf.
-		args.InsecureSkipVerify = args.TLSServerCert == ""
 	}
+	if cfg.ServerFingerprint != "" {
+		fp, err := parseFingerprint(cfg.ServerFingerprint)
+		if err != nil {
+			return nil, nil, err
+		}
+		if pin != nil && subtle.ConstantTimeCompare(fp, pin) != 1 {
+			return nil, nil, fmt.Errorf("server_cert_file %s (SHA-256 %x) and server_fingerprint %q name different certificates; keep one of them", cfg.ServerCertFile, pin, cfg.ServerFingerprint)
+		}
+		pin = fp
+	}
+	// The chain is not checked against CAs; pinCertificate checks the leaf.
+	args.InsecureSkipVerify = pin != nil
 	return args, pin, nil
+}
+
+// certificatePin is the SHA-256 of the first certificate in a PEM file.
+func certificatePin(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("server_cert_file: read %s: %w", path, err)
+	}
+	for rest := b; ; {
+		var block *pem.Block
+		if block, rest = pem.Decode(rest); block == nil {
+			return nil, fmt.Errorf("server_cert_file %s holds no PEM certificate; use the certificate `incus info` prints, or server_fingerprint", path)
+		}
+		if block.Type == "CERTIFICATE" {
+			if _, err := x509.ParseCertificate(block.Bytes); err != nil {
+				return nil, fmt.Errorf("server_cert_file %s: %w", path, err)
+			}
+			sum := sha256.Sum256(block.Bytes)
+			return sum[:], nil
+		}
+	}
 }
 
 func readFile(path string) (string, error) {
@@ -265,17 +297,22 @@ func readFile(path string) (string, error) {
 	return string(b), nil
 }
 
-// parseFingerprint accepts a SHA-256 fingerprint as hex, with or without
-// colons and an "SHA256:" prefix (the form `incus info` prints is plain hex).
+// parseFingerprint accepts a SHA-256 fingerprint as hex (as `incus info`
+// prints it; colons and an "SHA256:" prefix allowed) or as SHA256:<base64>
+// (as OpenSSH and some tools print it, padding optional).
 func parseFingerprint(s string) ([]byte, error) {
-	h := strings.ToLower(strings.TrimSpace(s))
-	h = strings.TrimPrefix(h, "sha256:")
-	h = strings.ReplaceAll(h, ":", "")
-	b, err := hex.DecodeString(h)
-	if err != nil || len(b) != sha256.Size {
-		return nil, fmt.Errorf("server_fingerprint %q: want the 64 hex digits of the certificate's SHA-256", s)
+	t := strings.TrimSpace(s)
+	prefixed := len(t) > 7 && strings.EqualFold(t[:7], "sha256:")
+	if prefixed {
+		t = t[7:]
 	}
-	return b, nil
+	if b, err := hex.DecodeString(strings.ReplaceAll(t, ":", "")); err == nil && len(b) == sha256.Size {
+		return b, nil
+	}
+	if b, err := base64.RawStdEncoding.DecodeString(strings.TrimRight(t, "=")); err == nil && len(b) == sha256.Size && prefixed {
+		return b, nil
+	}
+	return nil, fmt.Errorf("server_fingerprint %q: want the certificate's SHA-256 as 64 hex digits (`incus info` prints them) or as SHA256:<base64>", s)
 }
 
 // pinCertificate makes every handshake (HTTP and websocket dials share this

@@ -87,16 +87,18 @@ func (d *Driver) run(ctx context.Context, c incus.InstanceServer, id string, spe
 		}
 		req.User, req.Group = uid, gid
 	}
-	out, err := d.streamExec(ctx, c, id, req, spec.Stdin)
+	stdout, stderr := spec.Output(), spec.Output()
+	code, err := d.streamExec(ctx, c, id, req, spec.Stdin, stdout, stderr)
 	if err != nil {
 		if code, ok := startFailure(err); ok {
 			// The command could not start: a result, as a shell reports it,
 			// not an error (and never "instance not found").
-			return driver.ExecResult{ExitCode: code, Stderr: []byte(err.Error() + "\n")}, nil
+			_, _ = stderr.Write([]byte(err.Error() + "\n"))
+			return driver.Collected(code, stdout, stderr), nil
 		}
 		return driver.ExecResult{}, d.errf(err, "exec %q in instance %q", spec.Command, id)
 	}
-	return driver.ExecResult{ExitCode: out.exitCode, Stdout: out.stdout.Bytes(), Stderr: out.stderr.Bytes()}, nil
+	return driver.Collected(code, stdout, stderr), nil
 }
 
 // startFailure maps Incus' "could not start the command" errors to the

@@ -1,7 +1,6 @@
 package incus
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -149,8 +148,10 @@ func (s *execStreams) feed(stdin []byte) {
 }
 
 // drain reads one output stream up to the server's barrier (an empty text
-// message) or a normal close.
+// message) or a normal close. One buffer serves every message: io.Copy
+// would allocate one per message.
 func drain(conn *websocket.Conn, w io.Writer) error {
+	buf := make([]byte, 32<<10)
 	for {
 		mt, r, err := conn.NextReader()
 		if err != nil {
@@ -163,7 +164,7 @@ func drain(conn *websocket.Conn, w io.Writer) error {
 		case websocket.TextMessage: // the barrier: end of stream
 			return nil
 		case websocket.BinaryMessage:
-			if _, err := io.Copy(w, r); err != nil {
+			if _, err := io.CopyBuffer(w, r, buf); err != nil {
 				return err
 			}
 		}
@@ -189,27 +190,21 @@ func (s *execStreams) close() {
 	})
 }
 
-// execOutput is what streamExec collected.
-type execOutput struct {
-	stdout, stderr bytes.Buffer
-	exitCode       int
-}
-
-// streamExec starts req in instance id and returns its exit status and
-// complete output once the operation has ended AND both output streams
-// have reached their barrier. The returned error wraps the operation's
+// streamExec starts req in instance id, copies its output streams to
+// stdout and stderr, and returns its exit status once the operation has
+// ended AND both output streams have reached their barrier. The returned error wraps the operation's
 // error (the command could not start) or says which stream failed. When ctx
 // ends first, the command is killed.
-func (d *Driver) streamExec(ctx context.Context, c incus.InstanceServer, id string, req api.InstanceExecPost, stdin []byte) (*execOutput, error) {
+func (d *Driver) streamExec(ctx context.Context, c incus.InstanceServer, id string, req api.InstanceExecPost, stdin []byte, stdout, stderr io.Writer) (int, error) {
 	req.WaitForWS, req.Interactive, req.RecordOutput = true, false, false
 	opAPI, err := d.startOperation(ctx, c, "POST", "/instances/"+url.PathEscape(id)+"/exec", req)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	fds, err := execFDsOf(*opAPI)
 	if err != nil {
 		_ = c.DeleteOperation(opAPI.ID)
-		return nil, err
+		return 0, err
 	}
 	s, err := connectExecWithin(ctx, c, opAPI.ID, fds, connectLimit)
 	defer s.close()
@@ -217,23 +212,22 @@ func (d *Driver) streamExec(ctx context.Context, c incus.InstanceServer, id stri
 		// The server gives up on its own when not every stream connects
 		// (5 s); report the connect failure unless the op says more.
 		if _, werr := d.waitOperation(ctx, c, opAPI.ID); werr != nil {
-			return nil, fmt.Errorf("%w (%v)", werr, err)
+			return 0, fmt.Errorf("%w (%v)", werr, err)
 		}
-		return nil, err
+		return 0, err
 	}
 	go s.feed(stdin)
 
-	out := &execOutput{}
 	errs := make(chan error, 2)
 	go func() {
-		if err := drain(s.stdout, &out.stdout); err != nil {
+		if err := drain(s.stdout, stdout); err != nil {
 			errs <- fmt.Errorf("reading stdout: %w", err)
 			return
 		}
 		errs <- nil
 	}()
 	go func() {
-		if err := drain(s.stderr, &out.stderr); err != nil {
+		if err := drain(s.stderr, stderr); err != nil {
 			errs <- fmt.Errorf("reading stderr: %w", err)
 			return
 		}
@@ -247,7 +241,7 @@ func (d *Driver) streamExec(ctx context.Context, c incus.InstanceServer, id stri
 		case <-ctx.Done():
 			s.signal(9)
 			s.close()
-			return nil, ctx.Err()
+			return 0, ctx.Err()
 		}
 	}
 	final, err := d.waitOperation(ctx, c, opAPI.ID)
@@ -255,17 +249,16 @@ func (d *Driver) streamExec(ctx context.Context, c incus.InstanceServer, id stri
 		if ctx.Err() != nil {
 			s.signal(9)
 		}
-		return nil, err
+		return 0, err
 	}
 	if streamErr != nil {
-		return nil, streamErr
+		return 0, streamErr
 	}
 	code, ok := exitStatus(*final)
 	if !ok {
-		return nil, fmt.Errorf("the exec operation ended without an exit status (metadata %v)", final.Metadata)
+		return 0, fmt.Errorf("the exec operation ended without an exit status (metadata %v)", final.Metadata)
 	}
-	out.exitCode = code
-	return out, nil
+	return code, nil
 }
 
 // exitStatus is the command's exit status from the operation's metadata.

@@ -15,6 +15,7 @@ func TestConformanceBwrap(t *testing.T) {
 		skip[drivertest.TestExecEnv] = "rootless: sandboxes run as the caller, no other user"
 		skip[drivertest.TestCreateStopped] = "rootless: no overlayfs, the rootfs is read-only and the test writes /etc"
 		skip[drivertest.TestFiles] = "rootless: no overlayfs, the rootfs is read-only and the test writes /opt"
+		skip[drivertest.TestServiceLinks] = "rootless: sandboxes run as the caller, no other user"
 	}
 	drivertest.Run(t, drivertest.Harness{
 		Open:  func(t *testing.T) driver.Driver { return openTest(t, driver.IsolationBwrap) },
@@ -37,6 +38,7 @@ func TestConformanceNone(t *testing.T) {
 			drivertest.TestPorts:          "without isolation commands use the host's programs; the test runs busybox httpd and nc by applet name",
 			drivertest.TestLimits:         "without a mount namespace /sys/fs/cgroup inside is the host's; limits are checked in TestNoneIsolation",
 			drivertest.TestInitializer:    "without isolation the agent is not at /.sandbox/sandbox-agent and files can only be written under the workdir",
+			drivertest.TestServiceLinks:   "without isolation there is no state directory of the sandbox's own: the agent's files are the host's",
 		},
 	})
 }

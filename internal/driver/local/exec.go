@@ -43,15 +43,18 @@ func (d *Driver) Exec(ctx context.Context, id string, spec driver.ExecSpec) (dri
 	if err != nil {
 		return driver.ExecResult{}, d.errf("instance %q: exec: %w", id, err)
 	}
-	var stdout, stderr bytes.Buffer
+	stdout, stderr := spec.Output(), spec.Output()
 	cmd.Stdin = bytes.NewReader(spec.Stdin)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.Stdout, cmd.Stderr = stdout, stderr
 	err = cmd.Run()
-	res := driver.ExecResult{Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}
+	code := 0
 	var exitErr *exec.ExitError
+	if errors.As(err, &exitErr) {
+		code = exitErr.ExitCode()
+	}
+	res := driver.Collected(code, stdout, stderr)
 	switch {
-	case errors.As(err, &exitErr):
-		res.ExitCode = exitErr.ExitCode()
+	case exitErr != nil:
 		if ctx.Err() != nil {
 			return res, d.errf("instance %q: exec %q: %w", id, spec.Command[0], ctx.Err())
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path"
@@ -254,7 +255,7 @@ func endedByItself(dir string) bool {
 	if !ok || !driver.ExitedByItself(code) || code == agent.ExitNotStarted || code == 126 {
 		return false
 	}
-	log, _ := os.ReadFile(filepath.Join(dir, logFile))
+	log := readTail(filepath.Join(dir, logFile), 64<<10)
 	return !bytes.Contains(log, []byte("runtime: failed to create new OS thread")) && !bytes.Contains(log, []byte("fatal error: newosproc"))
 }
 
@@ -345,14 +346,28 @@ func readChildPid(ctx context.Context, r *os.File) (int, error) {
 
 // logTail returns the end of the console log, to explain a failed start.
 func logTail(path string) string {
-	b, err := os.ReadFile(path)
-	if err != nil || len(b) == 0 {
+	b := readTail(path, 2000)
+	if len(b) == 0 {
 		return ""
 	}
-	if len(b) > 2000 {
-		b = b[len(b)-2000:]
-	}
 	return ": " + strings.TrimSpace(string(b))
+}
+
+// readTail reads at most the last n bytes of a file: the console log holds
+// whatever the sandbox wrote, of any size.
+func readTail(path string, n int64) []byte {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Size() > n {
+		if _, err := f.Seek(st.Size()-n, io.SeekStart); err != nil {
+			return nil
+		}
+	}
+	b, _ := io.ReadAll(io.LimitReader(f, n))
+	return b
 }
 
 // checkCommand fails the start when the command does not exist in the
