@@ -46,7 +46,9 @@ func (d *Driver) Exec(ctx context.Context, id string, spec driver.ExecSpec) (dri
 	var stdout, stderr bytes.Buffer
 	cmd.Stdin = bytes.NewReader(spec.Stdin)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err = cmd.Run()
+	if err = startInNewKeyring(cmd); err == nil {
+		err = cmd.Wait()
+	}
 	res := driver.ExecResult{Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}
 	var exitErr *exec.ExitError
 	switch {
@@ -120,7 +122,10 @@ func (d *Driver) execCmd(ctx context.Context, st *instanceState, spec driver.Exe
 		wd = path.Join(workdirOf(st.Spec), wd) // "" and relative: from the instance's workdir
 	}
 	var full []string
-	sys := &syscall.SysProcAttr{Setpgid: true}
+	// A session of its own, without a controlling terminal: nothing run in
+	// the sandbox can open the provider's terminal (/dev/tty) to push input
+	// into it (TIOCSTI). Its process group is its pid, for Cancel.
+	sys := &syscall.SysProcAttr{Setsid: true}
 	dir := "/" // nsenter re-opens its working directory after entering the mount namespace
 
 	if d.isolation == driver.IsolationNone {
@@ -165,8 +170,9 @@ func (d *Driver) execCmd(ctx context.Context, st *instanceState, spec driver.Exe
 }
 
 // hardeningOf reads what the sandbox's PID 1 is held to (bwrap set it up):
-// no_new_privs and the capabilities it may hold (its permitted set within
-// its bounding set). An exec gets the same.
+// no_new_privs, the capabilities it may hold (its permitted set within its
+// bounding set) and whether it runs under the seccomp filter. An exec gets
+// the same.
 func hardeningOf(pid int) (agent.Hardening, error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
@@ -180,6 +186,8 @@ func hardeningOf(pid int) (agent.Hardening, error) {
 		switch k {
 		case "NoNewPrivs":
 			h.NoNewPrivs = v == "1"
+		case "Seccomp":
+			h.Seccomp = v == "2" // SECCOMP_MODE_FILTER: bwrap installed the default filter
 		case "CapPrm", "CapBnd":
 			if n, err := strconv.ParseUint(v, 16, 64); err == nil {
 				caps[k] = n
