@@ -59,21 +59,30 @@ func seccompArgs(sec driver.Security) []string {
 }
 
 // startInNewKeyring starts cmd with an anonymous session keyring of its
-// own, so a sandbox never inherits the provider's (often root's) keys. The
-// session keyring belongs to a thread's credentials: a dedicated thread
-// joins the new keyring, forks cmd and then dies with its goroutine (it is
-// never unlocked), leaving the provider's other threads as they were.
+// own, so a sandbox never inherits the provider's (often root's) keys nor
+// another sandbox's. The session keyring belongs to a thread's credentials:
+// the starting thread joins a new keyring, forks cmd, then joins yet another
+// one that nothing else holds, and goes back to the scheduler. It must not
+// exit instead: children forked from it earlier (terraform-exec sets
+// Pdeathsig, and it fires when the forking thread ends) would be killed.
 func startInNewKeyring(cmd *exec.Cmd) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		// A NULL name: a new anonymous keyring (a name would join a shared one).
-		_, _, e := unix.RawSyscall(unix.SYS_KEYCTL, unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0)
-		if e != 0 && e != unix.ENOSYS {
-			errc <- fmt.Errorf("create a session keyring for the sandbox: %w", e)
-			return
-		}
-		errc <- cmd.Start()
-	}()
-	return <-errc
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := joinNewSessionKeyring(); err != nil {
+		return err
+	}
+	err := cmd.Start()
+	_ = joinNewSessionKeyring() // on failure the thread keeps the sandbox's keyring: every start joins a new one first anyway
+	return err
+}
+
+// joinNewSessionKeyring gives the calling thread a new anonymous session
+// keyring (a NULL name; a name would join a shared one). Kernels without
+// keyrings have nothing to inherit.
+func joinNewSessionKeyring() error {
+	_, _, e := unix.RawSyscall(unix.SYS_KEYCTL, unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0)
+	if e != 0 && e != unix.ENOSYS {
+		return fmt.Errorf("create a session keyring for the sandbox: %w", e)
+	}
+	return nil
 }
