@@ -133,10 +133,17 @@ func (d *Driver) execCmd(ctx context.Context, st *instanceState, spec driver.Exe
 		if dir, err = d.hostPath(st, wd); err != nil {
 			dir = wd
 		}
-		if uid != 0 || gid != 0 {
-			sys.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
-		}
 		full = argv
+		if uid != 0 || gid != 0 {
+			// The agent drops to the user after the shell, still root, has
+			// joined the instance's cgroups.
+			agentPath, err := d.agentBinary()
+			if err != nil {
+				return nil, err
+			}
+			full = agent.ExecCommand(agent.Hardening{User: strconv.Itoa(uid) + ":" + strconv.Itoa(gid)}, argv)
+			full[0] = agentPath
+		}
 	} else {
 		h, err := hardeningOf(st.Pid)
 		if err != nil {

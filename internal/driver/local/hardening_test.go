@@ -80,15 +80,22 @@ func TestSandboxWritesStayOffTheHost(t *testing.T) {
 	if _, err := exec.LookPath("setpriv"); err != nil {
 		t.Fatalf("setpriv (util-linux) is needed to act as an unprivileged host user: %v", err)
 	}
-	mustCreate(t, d, withAttack(t, "suid"))
+	if _, err := d.CreateVolume(context.Background(), driver.VolumeSpec{Name: "shared"}); err != nil {
+		t.Fatal(err)
+	}
+	spec := withAttack(t, "suid")
+	spec.Mounts = []driver.Mount{{Volume: "shared", Target: "/data"}}
+	mustCreate(t, d, spec)
 	sh(t, d, "suid", "cp /attack /workspace/suid && chmod 4755 /workspace/suid && "+
-		"cp /attack /suid-root && chmod 6755 /suid-root && mknod /workspace/zero c 1 5")
+		"cp /attack /suid-root && chmod 6755 /suid-root && mknod /workspace/zero c 1 5 && "+
+		"cp /attack /data/suid && chmod 4755 /data/suid")
 
 	dir := d.instanceDir("suid")
 	planted := map[string]string{
 		"workspace set-uid file":  filepath.Join(dir, workspace, "suid"),
 		"rootfs set-uid file":     filepath.Join(dir, upperDir, "suid-root"),
 		"workspace device (zero)": filepath.Join(dir, workspace, "zero"),
+		"volume set-uid file":     filepath.Join(d.volumeData("shared"), "suid"),
 	}
 	// The attack got as far as the host file system: root-owned set-uid
 	// files and a character device (else this test could not fail).
