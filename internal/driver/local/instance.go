@@ -383,16 +383,26 @@ func (d *Driver) settledExit(st *instanceState) (int, bool) {
 // bwrap (or the none-mode wrapper) writes just after the sandbox's PID 1 is
 // gone.
 func awaitExit(dir string) (int, bool) {
+	return waitExitRecord(dir, exitRecordDelay)
+}
+
+// waitExitRecord is lastExit, waiting up to bound for the record.
+func waitExitRecord(dir string, bound time.Duration) (int, bool) {
 	code, ok := lastExit(dir)
-	for deadline := time.Now().Add(exitRecordDelay); !ok && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(bound); !ok && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 		code, ok = lastExit(dir)
 	}
 	return code, ok
 }
 
-// exitRecordDelay bounds the wait for a fresh exit record.
-const exitRecordDelay = 300 * time.Millisecond
+// exitRecordDelay bounds the wait for a fresh exit record; stopRecordDelay
+// the wait of a stop, which kills the recorder with the cgroups after it
+// (on a loaded host the recorder may need a while to be scheduled).
+const (
+	exitRecordDelay = 300 * time.Millisecond
+	stopRecordDelay = 3 * time.Second
+)
 
 func (d *Driver) toInstance(st *instanceState) driver.Instance {
 	inst := driver.Instance{ID: d.instanceID(st.Spec.Name), Name: st.Spec.Name, Type: st.Spec.Type, Image: st.Spec.Image,
@@ -429,11 +439,18 @@ func (d *Driver) StartInstance(ctx context.Context, id string) error {
 // is gone.
 func (d *Driver) StopInstance(_ context.Context, id string, grace time.Duration) error {
 	return d.withState(id, func(st *instanceState) error {
+		running := st.alive()
 		if err := st.signal(syscall.SIGTERM); err != nil {
 			return err
 		}
 		if waitDead(st, grace) {
-			killCgroups(st.Cgroups) // services that left the process tree
+			// bwrap (or the none wrapper) is in the cgroups too and records
+			// the exit status just after PID 1 is gone: let it, then kill
+			// the services that left the process tree.
+			if running {
+				waitExitRecord(d.instanceDir(st.Spec.Name), stopRecordDelay)
+			}
+			killCgroups(st.Cgroups)
 			return nil
 		}
 		st.kill()
