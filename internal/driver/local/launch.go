@@ -58,7 +58,7 @@ const (
 // launch starts the instance's process tree and records it in st.
 func (d *Driver) launch(ctx context.Context, st *instanceState) error {
 	dir := d.instanceDir(st.Spec.Name)
-	if err := d.protectInstanceDir(st); err != nil { // also instances made before it was protected
+	if err := d.protectInstanceDir(st); err != nil { // at every start: older providers made them 0711
 		return err
 	}
 	if err := d.prepareCgroups(st); err != nil {
