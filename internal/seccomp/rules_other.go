@@ -1,8 +1,8 @@
-//go:build !amd64
+//go:build !linux || !amd64
 
 package seccomp
 
-// No filter off x86-64: Program returns ErrUnsupportedArch.
+// No filter off Linux on x86-64: Program returns ErrUnsupportedArch.
 const (
 	supported     = false
 	auditArch     = 0

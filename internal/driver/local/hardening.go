@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 
@@ -55,7 +56,7 @@ func seccompArgs(sec driver.Security) []string {
 	if prog, err := seccompProgram(sec); err != nil || prog == nil {
 		return nil
 	}
-	return []string{"--seccomp", fmt.Sprint(fdFilter)}
+	return []string{"--seccomp", strconv.Itoa(fdFilter)}
 }
 
 // startInNewKeyring starts cmd with an anonymous session keyring of its
