@@ -122,6 +122,9 @@ type Hardening struct {
 	Caps string
 	// User is a numeric "uid[:gid]" ("" keeps the caller's).
 	User string
+	// Seccomp installs the default seccomp filter (internal/seccomp) for
+	// Caps, the one the sandbox's PID 1 runs under.
+	Seccomp bool
 }
 
 // ExecCommand is the argv that applies h and then replaces itself with cmd
@@ -136,6 +139,9 @@ func ExecCommand(h Hardening, cmd []string) []string {
 	}
 	if h.User != "" {
 		argv = append(argv, "--user", h.User)
+	}
+	if h.Seccomp {
+		argv = append(argv, "--seccomp")
 	}
 	argv = append(argv, "--")
 	return append(argv, cmd...)

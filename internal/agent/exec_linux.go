@@ -13,11 +13,14 @@ import (
 	"strconv"
 	"syscall"
 	"unsafe"
+
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/seccomp"
 )
 
 // `sandbox-agent exec` gives a command run in a sandbox from outside (nsenter
 // and the like) the hardening of the sandbox's own processes, which such
-// tools do not apply: no_new_privs, the capability bounding set and the user.
+// tools do not apply: no_new_privs, the capability bounding set, the user
+// and the sandbox's default seccomp filter.
 // It then replaces itself with the command, so exit status and signals are
 // the command's own.
 
@@ -25,6 +28,7 @@ type execConfig struct {
 	noNewPrivs bool
 	caps       uint64 // the most the command may hold; also its bounding set
 	hasCaps    bool
+	seccomp    bool
 	user       string
 	argv       []string
 }
@@ -35,6 +39,7 @@ func parseExec(args []string, stderr io.Writer) (execConfig, error) {
 	var c execConfig
 	fs.BoolVar(&c.noNewPrivs, "no-new-privs", false, "set no_new_privs: set-uid programs and file capabilities grant nothing")
 	caps := fs.String("caps", "", "capabilities the command may hold at most (its bounding set), hexadecimal as in /proc/PID/status")
+	fs.BoolVar(&c.seccomp, "seccomp", false, "install the default seccomp filter of a sandbox holding the --caps capabilities (needs --no-new-privs)")
 	fs.StringVar(&c.user, "user", "", "numeric uid[:gid] the command runs as, with no supplementary groups")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -128,7 +133,17 @@ func harden(c execConfig, cred *syscall.Credential) error {
 		}
 	}
 	if c.hasCaps {
-		return trimCaps(c.caps)
+		if err := trimCaps(c.caps); err != nil {
+			return err
+		}
+	}
+	if c.seccomp {
+		// Last: the filter may refuse what the steps above need.
+		prog, err := seccomp.Program(c.caps)
+		if err != nil {
+			return err
+		}
+		return seccomp.Install(prog)
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -335,5 +336,30 @@ func TestExecHardening(t *testing.T) {
 	}
 	if code, out, _ := runAgent(t, 10*time.Second, "exec", "--", "sh", "-c", "exit 7"); code != 7 || out != "" {
 		t.Errorf("exec exit status: %d %q, want the command's 7", code, out)
+	}
+	// uid 4294967295 is (uid_t)-1, "no change" to setuid: the command would stay root.
+	if code, _, _ := runAgent(t, 10*time.Second, "exec", "--user", "4294967295", "--", "id", "-u"); code != agent.ExitUsage {
+		t.Errorf("exec --user 4294967295: exit %d, want %d", code, agent.ExitUsage)
+	}
+}
+
+// TestExecSeccomp: `exec --seccomp` runs the command under the sandbox's
+// default filter, which refuses keyctl (a call root may otherwise make).
+func TestExecSeccomp(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("the default seccomp filter exists for amd64 only")
+	}
+	script := "grep '^Seccomp:' /proc/self/status; keyctl show @s >/dev/null 2>&1 && echo keyctl ok || echo keyctl refused"
+	if _, err := exec.LookPath("keyctl"); err != nil {
+		script = "grep '^Seccomp:' /proc/self/status"
+	}
+	argv := agent.ExecCommand(agent.Hardening{NoNewPrivs: true, Caps: "0", Seccomp: true}, []string{"sh", "-c", script})
+	code, out, errOut := runAgent(t, 10*time.Second, argv[1:]...)
+	if code != 0 || !strings.HasPrefix(out, "Seccomp:\t2\n") || strings.Contains(out, "keyctl ok") {
+		t.Errorf("exec --seccomp: exit %d, out %q, stderr %q; want the command under a filter", code, out, errOut)
+	}
+	code, out, _ = runAgent(t, 10*time.Second, "exec", "--", "grep", "^Seccomp:", "/proc/self/status")
+	if code != 0 || out != "Seccomp:\t0\n" {
+		t.Errorf("exec without --seccomp: exit %d, out %q; want no filter", code, out)
 	}
 }

@@ -149,7 +149,7 @@ func instanceInputAttributes() map[string]schema.Attribute {
 		},
 		"user": schema.StringAttribute{
 			Optional: true, Description: "User (`name`, `uid` or `uid:gid`) the command runs as. A change replaces the sandbox.",
-			Validators: []validator.String{stringvalidator.LengthAtLeast(1)}, PlanModifiers: replaceString,
+			Validators: []validator.String{userCheck}, PlanModifiers: replaceString,
 		},
 		"labels": schema.MapAttribute{
 			ElementType: types.StringType, Optional: true,

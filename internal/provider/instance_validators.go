@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/names"
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/units"
 )
@@ -73,7 +74,28 @@ var (
 	absPathCheck    = stringCheck{"an absolute path", "Invalid Path", checkAbsPath}
 	fileModeCheck   = stringCheck{"an octal mode such as 0644", "Invalid File Mode", func(s string) error { _, err := parseFileMode(s); return err }}
 	fileExistsCheck = stringCheck{"an existing local file", "Source File Not Found", checkRegularFile}
+	userCheck       = stringCheck{"a user name or uid, optionally followed by :group or :gid", "Invalid User", checkUser}
 )
+
+// checkUser refuses an empty user and numeric ids out of range: a negative
+// id, or 4294967295, which setuid takes for "no change" (the command would
+// stay root).
+func checkUser(s string) error {
+	if s == "" {
+		return fmt.Errorf("the user is empty; remove the attribute to run as the image's default user")
+	}
+	u, g, _ := strings.Cut(s, ":")
+	for _, id := range []string{u, g} {
+		digits := strings.TrimPrefix(id, "-")
+		if digits == "" || strings.Trim(digits, "0123456789") != "" {
+			continue // a name, resolved by the backend in the image
+		}
+		if n, err := strconv.ParseUint(id, 10, 64); err != nil || n > driver.MaxUserID {
+			return fmt.Errorf("%q: the id %s is out of range; ids go from 0 to %d", s, id, uint64(driver.MaxUserID))
+		}
+	}
+	return nil
+}
 
 func checkAbsPath(s string) error {
 	switch {
@@ -153,6 +175,9 @@ var (
 		}
 		if strings.ContainsRune(v, 0) {
 			return fmt.Errorf("the value of %q contains a NUL byte", k)
+		}
+		if strings.HasPrefix(k, driver.ReservedEnvPrefix) {
+			return fmt.Errorf("%q: names starting with %s are reserved for the provider's own wrapper processes; rename the variable", k, driver.ReservedEnvPrefix)
 		}
 		return nil
 	}}

@@ -53,7 +53,9 @@ resource "sandbox_backend" "incus" {
 }
 
 # Daemonless: every sandbox is a directory and its processes run in fresh
-# bubblewrap namespaces.
+# bubblewrap namespaces, under a seccomp filter close to Docker's default.
+# It isolates less than Docker (no user namespace as root, no disk limit):
+# see "Local (bubblewrap)" above.
 resource "sandbox_backend" "local" {
   name = "dev"
   local = {

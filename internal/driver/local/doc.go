@@ -83,13 +83,26 @@
 // cancelling the context kills the exec's process group.
 //
 // Users: `user` ("uid[:gid]" or names from the image's /etc/passwd and
-// /etc/group) makes the agent start the command as that user (init stays
-// root to signal and reap); execs default to it and may name another user
-// (the agent's exec --user). There is no user namespace, as with Docker's
-// default: the uid is the host's. Root in the sandbox keeps Docker's default
+// /etc/group; ids 0 to driver.MaxUserID) makes the agent start the command
+// as that user (init stays root to signal and reap); execs default to it and
+// may name another user (the agent's exec --user). There is no user
+// namespace, as with Docker's default: the uid is the host's (bwrap 0.8
+// maps a single id, and a mapped range would need id-mapped mounts of the
+// image and the workspace). Root in the sandbox keeps Docker's default
 // capability set; Security.CapAdd/CapDrop adjust it and Privileged keeps all.
 // The workspace is owned by the instance user, and so are files the driver
 // writes for it.
+//
+// Hardening (hardening.go): an unprivileged sandbox runs under the default
+// seccomp filter of internal/seccomp (bwrap --seccomp for PID 1; the
+// agent's exec --seccomp for execs, which nsenter would otherwise leave
+// unfiltered), a privileged one under none, as on Docker. Every launch and
+// exec starts from an anonymous session keyring of its own, not the
+// provider's, and every exec in a session of its own, with no controlling
+// terminal (no TIOCSTI into the provider's terminal). Instance directories
+// are 0700: root in the sandbox can leave set-uid files and device nodes in
+// the workspace or the upper layer; bwrap's binds are nosuid and nodev
+// inside, and no other host user can reach their host paths.
 //
 // Network: "none" and "isolated" are both a private network namespace with
 // only loopback ("isolated" cannot reach other sandboxes either: there is no
@@ -130,5 +143,9 @@
 // only be placed under the workdir (volumes appear there as symlinks;
 // read_only cannot be enforced). The image must be "host"; the network is
 // the host's ("bridge"). Cgroups still apply when the provider is root. A
-// non-root `user` needs <root> to be traversable (mode 0711) by that user.
+// non-root `user` needs <root> to be traversable (mode 0711) by that user;
+// its instance directory lets the user's group traverse it (0710). The
+// wrapper (root) writes where SBX_EXIT and SBX_CGROUPS say: its own values
+// come after the user's env, and env names starting with
+// driver.ReservedEnvPrefix are refused.
 package local

@@ -46,7 +46,9 @@ func (d *Driver) Exec(ctx context.Context, id string, spec driver.ExecSpec) (dri
 	stdout, stderr := spec.Output(), spec.Output()
 	cmd.Stdin = bytes.NewReader(spec.Stdin)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	err = cmd.Run()
+	if err = startInNewKeyring(cmd); err == nil {
+		err = cmd.Wait()
+	}
 	code := 0
 	var exitErr *exec.ExitError
 	if errors.As(err, &exitErr) {
@@ -123,7 +125,10 @@ func (d *Driver) execCmd(ctx context.Context, st *instanceState, spec driver.Exe
 		wd = path.Join(workdirOf(st.Spec), wd) // "" and relative: from the instance's workdir
 	}
 	var full []string
-	sys := &syscall.SysProcAttr{Setpgid: true}
+	// A session of its own, without a controlling terminal: nothing run in
+	// the sandbox can open the provider's terminal (/dev/tty) to push input
+	// into it (TIOCSTI). Its process group is its pid, for Cancel.
+	sys := &syscall.SysProcAttr{Setsid: true}
 	dir := "/" // nsenter re-opens its working directory after entering the mount namespace
 
 	if d.isolation == driver.IsolationNone {
@@ -131,10 +136,17 @@ func (d *Driver) execCmd(ctx context.Context, st *instanceState, spec driver.Exe
 		if dir, err = d.hostPath(st, wd); err != nil {
 			dir = wd
 		}
-		if uid != 0 || gid != 0 {
-			sys.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
-		}
 		full = argv
+		if uid != 0 || gid != 0 {
+			// The agent drops to the user after the shell, still root, has
+			// joined the instance's cgroups.
+			agentPath, err := d.agentBinary()
+			if err != nil {
+				return nil, err
+			}
+			full = agent.ExecCommand(agent.Hardening{User: strconv.Itoa(uid) + ":" + strconv.Itoa(gid)}, argv)
+			full[0] = agentPath
+		}
 	} else {
 		h, err := hardeningOf(st.Pid)
 		if err != nil {
@@ -168,8 +180,9 @@ func (d *Driver) execCmd(ctx context.Context, st *instanceState, spec driver.Exe
 }
 
 // hardeningOf reads what the sandbox's PID 1 is held to (bwrap set it up):
-// no_new_privs and the capabilities it may hold (its permitted set within
-// its bounding set). An exec gets the same.
+// no_new_privs, the capabilities it may hold (its permitted set within its
+// bounding set) and whether it runs under the seccomp filter. An exec gets
+// the same.
 func hardeningOf(pid int) (agent.Hardening, error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
@@ -183,6 +196,8 @@ func hardeningOf(pid int) (agent.Hardening, error) {
 		switch k {
 		case "NoNewPrivs":
 			h.NoNewPrivs = v == "1"
+		case "Seccomp":
+			h.Seccomp = v == "2" // SECCOMP_MODE_FILTER: bwrap installed the default filter
 		case "CapPrm", "CapBnd":
 			if n, err := strconv.ParseUint(v, 16, 64); err == nil {
 				caps[k] = n

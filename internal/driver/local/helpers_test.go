@@ -31,6 +31,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(ttyHelperEnv) != "" {
+		os.Exit(ttyHelper()) // a child of TestExecHasNoControllingTerminal
+	}
 	code := m.Run()
 	for _, dir := range tempDirs {
 		os.RemoveAll(dir)

@@ -36,8 +36,7 @@ func (d *Driver) CreateInstance(ctx context.Context, spec driver.InstanceSpec) (
 		return driver.Instance{}, d.errf("instance %q: %w", spec.Name, err)
 	}
 	// mkdir is the name's claim: it fails if another create got there first.
-	// 0711: without isolation a non-root user must traverse it to its workspace.
-	if err := os.Mkdir(dir, 0o711); err != nil {
+	if err := os.Mkdir(dir, 0o700); err != nil {
 		if errors.Is(err, os.ErrExist) {
 			return driver.Instance{}, d.errf("instance %q: %w", spec.Name, driver.ErrAlreadyExists)
 		}
@@ -50,6 +49,9 @@ func (d *Driver) CreateInstance(ctx context.Context, spec driver.InstanceSpec) (
 			_ = os.RemoveAll(dir)
 		}
 	}()
+	if err := d.protectInstanceDir(st); err != nil {
+		return driver.Instance{}, d.errf("instance %q: %w", spec.Name, err)
+	}
 	if err := d.makeInstanceDirs(st); err != nil {
 		return driver.Instance{}, d.errf("instance %q: %w", spec.Name, err)
 	}
@@ -142,7 +144,20 @@ func (d *Driver) checkSpec(s *driver.InstanceSpec) error {
 	if err := d.checkMounts(*s); err != nil {
 		return err
 	}
+	if err := checkEnv(s.Env); err != nil {
+		return err
+	}
 	return checkPorts(s.Ports)
+}
+
+// checkEnv refuses the wrapper's own variables (driver.ReservedEnvPrefix).
+func checkEnv(env map[string]string) error {
+	for k := range env {
+		if strings.HasPrefix(k, driver.ReservedEnvPrefix) {
+			return fmt.Errorf("env %q: names starting with %s are reserved for the local backend's own wrapper; rename the variable: %w", k, driver.ReservedEnvPrefix, driver.ErrInvalid)
+		}
+	}
+	return nil
 }
 
 // checkLimits fails for a limit this host cannot enforce rather than
@@ -218,6 +233,24 @@ func checkPorts(ports []driver.PortSpec) error {
 		l.Close()
 	}
 	return nil
+}
+
+// protectInstanceDir keeps every other host user out of the instance
+// directory: it holds what the sandbox wrote (workspace, upper layer), where
+// root in the sandbox can leave set-uid files and device nodes that must
+// never be reachable from the host (bwrap mounts them nosuid and nodev only
+// inside). bwrap and the overlay reach it as root. Without isolation a
+// non-root instance user runs on the host and reaches its workspace by path:
+// the directory then lets the instance's group traverse it.
+func (d *Driver) protectInstanceDir(st *instanceState) error {
+	dir := d.instanceDir(st.Spec.Name)
+	if d.isolation == driver.IsolationNone && (st.UID != 0 || st.GID != 0) {
+		if err := os.Chown(dir, 0, st.GID); err != nil {
+			return err
+		}
+		return os.Chmod(dir, 0o710)
+	}
+	return os.Chmod(dir, 0o700)
 }
 
 // makeInstanceDirs lays out the instance directory.
@@ -350,16 +383,26 @@ func (d *Driver) settledExit(st *instanceState) (int, bool) {
 // bwrap (or the none-mode wrapper) writes just after the sandbox's PID 1 is
 // gone.
 func awaitExit(dir string) (int, bool) {
+	return waitExitRecord(dir, exitRecordDelay)
+}
+
+// waitExitRecord is lastExit, waiting up to bound for the record.
+func waitExitRecord(dir string, bound time.Duration) (int, bool) {
 	code, ok := lastExit(dir)
-	for deadline := time.Now().Add(exitRecordDelay); !ok && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(bound); !ok && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 		code, ok = lastExit(dir)
 	}
 	return code, ok
 }
 
-// exitRecordDelay bounds the wait for a fresh exit record.
-const exitRecordDelay = 300 * time.Millisecond
+// exitRecordDelay bounds the wait for a fresh exit record; stopRecordDelay
+// the wait of a stop, which kills the recorder with the cgroups after it
+// (on a loaded host the recorder may need a while to be scheduled).
+const (
+	exitRecordDelay = 300 * time.Millisecond
+	stopRecordDelay = 3 * time.Second
+)
 
 func (d *Driver) toInstance(st *instanceState) driver.Instance {
 	inst := driver.Instance{ID: d.instanceID(st.Spec.Name), Name: st.Spec.Name, EngineName: d.instanceDir(st.Spec.Name),
@@ -396,11 +439,18 @@ func (d *Driver) StartInstance(ctx context.Context, id string) error {
 // is gone.
 func (d *Driver) StopInstance(_ context.Context, id string, grace time.Duration) error {
 	return d.withState(id, func(st *instanceState) error {
+		running := st.alive()
 		if err := st.signal(syscall.SIGTERM); err != nil {
 			return err
 		}
 		if waitDead(st, grace) {
-			killCgroups(st.Cgroups) // services that left the process tree
+			// bwrap (or the none wrapper) is in the cgroups too and records
+			// the exit status just after PID 1 is gone: let it, then kill
+			// the services that left the process tree.
+			if running {
+				waitExitRecord(d.instanceDir(st.Spec.Name), stopRecordDelay)
+			}
+			killCgroups(st.Cgroups)
 			return nil
 		}
 		st.kill()

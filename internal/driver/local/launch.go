@@ -53,11 +53,15 @@ const (
 	fdInfo   = 3 // bwrap writes {"child-pid": N} once the sandbox is set up
 	fdStatus = 4 // bwrap appends {"exit-code": N} when the sandbox ends
 	fdBlock  = 5 // bwrap waits for one byte before it runs the agent
+	fdFilter = 6 // bwrap reads the seccomp program (--seccomp)
 )
 
 // launch starts the instance's process tree and records it in st.
 func (d *Driver) launch(ctx context.Context, st *instanceState) error {
 	dir := d.instanceDir(st.Spec.Name)
+	if err := d.protectInstanceDir(st); err != nil { // at every start: older providers made them 0711
+		return err
+	}
 	if err := d.prepareCgroups(st); err != nil {
 		return err
 	}
@@ -121,10 +125,11 @@ func (d *Driver) launchNone(ctx context.Context, st *instanceState, agentPath st
 	argv := agent.InitAsUser(agent.InitCommand(st.ExpiresAt, st.Spec.Command), st.UID, st.GID)
 	argv[0] = agentPath
 	cmd := d.wrapperCmd(noneScript, st, argv, logf)
-	cmd.Env = append(cmd.Env, "SBX_EXIT="+filepath.Join(dir, exitFile))
-	cmd.Env = append(cmd.Env, d.instanceEnv(st)...)
+	// The wrapper's own variables come last, so they win over the user's
+	// (os/exec keeps the last of two); checkSpec refuses such names anyway.
+	cmd.Env = append(d.instanceEnv(st), append(cmd.Env, "SBX_EXIT="+filepath.Join(dir, exitFile))...)
 	cmd.Dir = filepath.Join(dir, workspace)
-	if err := cmd.Start(); err != nil {
+	if err := startInNewKeyring(cmd); err != nil {
 		return fmt.Errorf("start: %w", err)
 	}
 	go func() { _ = cmd.Wait() }() // reap it while this process lives
@@ -181,7 +186,18 @@ func (d *Driver) launchBwrap(ctx context.Context, st *instanceState, agentPath s
 		cmd.Env = append(cmd.Env, "SBX_OVERLAY="+d.overlayOptions(st), "SBX_MERGED="+filepath.Join(dir, mergedDir))
 	}
 	cmd.ExtraFiles = []*os.File{infoW, status, blockR}
-	err = cmd.Start()
+	filter, err := seccompFile(st.Spec.Security)
+	if err != nil {
+		infoW.Close()
+		status.Close()
+		blockR.Close()
+		return err
+	}
+	if filter != nil {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, filter)
+		defer filter.Close()
+	}
+	err = startInNewKeyring(cmd)
 	infoW.Close()
 	status.Close()
 	blockR.Close()

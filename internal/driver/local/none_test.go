@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -101,4 +103,27 @@ func TestNoneKillWithoutCgroups(t *testing.T) {
 		}
 		return true
 	})
+}
+
+// TestNoneUserReachesOnlyItsWorkspace: without isolation a non-root user
+// runs on the host and reaches its workspace by path, through its group;
+// other host users still cannot enter the instance directory.
+func TestNoneUserReachesOnlyItsWorkspace(t *testing.T) {
+	d := openTest(t, driver.IsolationNone)
+	spec := driver.InstanceSpec{Name: "nobody", User: "65534:65534", Command: []string{"sleep", "3600"}, Running: true}
+	mustCreate(t, d, spec)
+	if got := sh(t, d, "nobody", "echo x > f && cat f && id -u"); got != "x\n65534\n" {
+		t.Errorf("the user in its workspace: %q", got)
+	}
+	fi, err := os.Stat(d.instanceDir("nobody"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o710 || fi.Sys().(*syscall.Stat_t).Gid != 65534 {
+		t.Errorf("instance directory: mode %v gid %d, want 0710 and the user's group", fi.Mode().Perm(), fi.Sys().(*syscall.Stat_t).Gid)
+	}
+	out, err := exec.Command("setpriv", "--reuid=12345", "--regid=12345", "--clear-groups", "--", "/bin/sh", "-c", `exec ls "$0"`, filepath.Join(d.instanceDir("nobody"), workspace)).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "ermission denied") {
+		t.Errorf("another host user listed the workspace: %q, %v", out, err)
+	}
 }

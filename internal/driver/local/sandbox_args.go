@@ -45,6 +45,7 @@ func (d *Driver) bwrapArgs(st *instanceState, agentPath string) []string {
 		a = append(a, "--unshare-user", "--uid", "0", "--gid", "0")
 	}
 	a = append(a, capabilityArgs(s.Security)...)
+	a = append(a, seccompArgs(s.Security)...)
 	a = append(a, d.rootArgs(st)...)
 	a = append(a, "--proc", "/proc", "--dev", "/dev")
 	if !d.overlay || s.Security.ReadOnlyRootfs {
@@ -219,6 +220,16 @@ func capabilityArgs(sec driver.Security) []string {
 	if sec.Privileged {
 		return nil
 	}
+	a := []string{"--cap-drop", "ALL"}
+	for _, c := range keptCaps(sec) {
+		a = append(a, "--cap-add", c)
+	}
+	return a
+}
+
+// keptCaps is the sorted capability set root keeps in an unprivileged
+// sandbox: Docker's default adjusted by CapAdd and CapDrop.
+func keptCaps(sec driver.Security) []string {
 	keep := map[string]bool{}
 	for _, c := range dockerDefaultCaps {
 		keep[c] = true
@@ -232,16 +243,12 @@ func capabilityArgs(sec driver.Security) []string {
 	for _, c := range sec.CapAdd {
 		keep[capName(c)] = true
 	}
-	a := []string{"--cap-drop", "ALL"}
 	names := make([]string, 0, len(keep))
 	for c := range keep {
 		names = append(names, c)
 	}
 	sort.Strings(names)
-	for _, c := range names {
-		a = append(a, "--cap-add", c)
-	}
-	return a
+	return names
 }
 
 func capName(c string) string {

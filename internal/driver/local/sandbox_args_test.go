@@ -1,6 +1,9 @@
 package local
 
 import (
+	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
@@ -41,6 +44,21 @@ func TestReadOnlyRootIsLast(t *testing.T) {
 		}
 		if lastMount > remount {
 			t.Errorf("overlay %v: %s %q comes after --remount-ro /: bwrap cannot make its mount point", overlay, args[lastMount], args[lastMount+1])
+		}
+	}
+}
+
+// TestSeccompOnlyUnprivileged: an unprivileged sandbox asks bwrap for the
+// default filter (on amd64, the only architecture with one); a privileged
+// one runs without, as on Docker.
+func TestSeccompOnlyUnprivileged(t *testing.T) {
+	d := &Driver{backend: "b", root: t.TempDir(), overlay: true, isolation: driver.IsolationBwrap}
+	for _, privileged := range []bool{false, true} {
+		st := &instanceState{Lower: t.TempDir(), Spec: driver.InstanceSpec{Name: "f", Security: driver.Security{Privileged: privileged}}}
+		args := strings.Join(d.bwrapArgs(st, "/agent"), " ")
+		want := !privileged && runtime.GOARCH == "amd64"
+		if got := strings.Contains(args, "--seccomp "+strconv.Itoa(fdFilter)); got != want {
+			t.Errorf("privileged %v: --seccomp in the arguments: %v, want %v", privileged, got, want)
 		}
 	}
 }

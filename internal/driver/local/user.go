@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
 )
 
 // resolveUser turns "uid", "uid:gid", "name" or "name:group" into numbers,
@@ -33,12 +35,18 @@ func resolveUser(spec, etc string) (uid, gid int, err error) {
 	return uid, gid, nil
 }
 
+// isNumber tells a number too large for int from a name.
+func isNumber(s string) bool {
+	s = strings.TrimPrefix(s, "-")
+	return s != "" && strings.Trim(s, "0123456789") == ""
+}
+
 // lookupID resolves a number or a name in a passwd/group style file; the
 // second result is the field at extra (passwd's primary gid) or -1.
 func lookupID(s, file string, extra int) (int, int, error) {
-	if n, err := strconv.Atoi(s); err == nil {
-		if n < 0 {
-			return 0, 0, fmt.Errorf("negative id %d", n)
+	if n, err := strconv.Atoi(s); err == nil || isNumber(s) {
+		if err != nil || n < 0 || n > driver.MaxUserID {
+			return 0, 0, fmt.Errorf("id %s is out of range: ids go from 0 to %d", s, driver.MaxUserID)
 		}
 		_, more, _ := findEntry(file, func(f []string) bool { return f[2] == s }, extra)
 		return n, more, nil
