@@ -83,8 +83,8 @@ func (r *initializerResource) ModifyPlan(ctx context.Context, req resource.Modif
 // the provider cannot give one (agent_check.go).
 func (r *initializerResource) checkAgent(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
 	var plan initializerModel
-	if d := req.Plan.Get(ctx, &plan); d.HasError() {
-		return // values not known yet; Create checks inside the sandbox
+	if d := req.Plan.Get(ctx, &plan); d.HasError() || !valuesKnown(ctx, plan.inputs()...) {
+		return // checked once its values are known; Create checks inside the sandbox too
 	}
 	p, d := plan.expand(ctx, "plan")
 	if d.HasError() {

@@ -35,9 +35,13 @@ func (r *instanceResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 		if !resp.Diagnostics.HasError() {
 			r.checkEngineLimits(ctx, plan, resp) // what this engine lacks (instance_engine_check.go)
 		}
-		creates := req.State.Raw.IsNull() || len(resp.RequiresReplace) > 0
-		if cfg, d := ConfigFromHandle(ctx, plan.Backend); creates && known(plan.Backend) && !d.HasError() {
-			checkInstanceAgent(plan, cfg, &resp.Diagnostics)
+		// A create: Terraform plans a replacement's create again with no
+		// prior state, and shows that plan's errors.
+		if req.State.Raw.IsNull() && known(plan.Backend) {
+			if cfg, d := ConfigFromHandle(ctx, plan.Backend); !d.HasError() {
+				spec, _ := plan.toSpec(ctx)
+				checkInstanceAgent(spec, cfg, &resp.Diagnostics)
+			}
 		}
 	}
 	if req.State.Raw.IsNull() {

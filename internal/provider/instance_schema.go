@@ -120,7 +120,7 @@ func instanceInputAttributes() map[string]schema.Attribute {
 			Optional: true, Computed: true,
 			Description: "Name, unique within the backend: " + names.NameRule + ". Default: `sandbox-` and random characters, " +
 				"chosen at creation. A change replaces the sandbox. The engine knows the sandbox by `engine_name`: the Docker " +
-				"container and the Incus instance are named `<backend>-<name>`.",
+				"container and the Incus instance are named `<backend>-<name>` (on Incus cut and made unique with a hash past 63 characters).",
 			Validators:    []validator.String{nameCheck},
 			PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown(), stringplanmodifier.RequiresReplace()},
 		},

@@ -182,7 +182,7 @@ func (t *defaultsTree) holds(config, plan tftypes.Value) bool {
 			}
 			continue
 		}
-		if child.attrs != nil && !(&defaultsTree{attrs: child.attrs}).holds(cv, pv) {
+		if child.attrs != nil && !child.holds(cv, pv) {
 			return false
 		}
 		if child.elems != nil && !child.elems.holdsInEach(cv, pv) {

@@ -454,7 +454,9 @@ func compact(v tftypes.Value) string {
 		}
 		return "[" + strings.Join(parts, " ") + "]"
 	}
-	return strings.TrimPrefix(strings.SplitN(v.String(), "<", 2)[1], "")[:len(strings.SplitN(v.String(), "<", 2)[1])-1]
+	// A primitive prints as Type<"value">: keep the value.
+	_, val, _ := strings.Cut(v.String(), "<")
+	return strings.TrimSuffix(val, ">")
 }
 
 func dynamic(t testing.TB, typ tftypes.Type, v tftypes.Value) *tfprotov6.DynamicValue {

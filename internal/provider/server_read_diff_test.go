@@ -83,6 +83,7 @@ func observation(c *choices, id string) driver.Instance {
 		Status:     statusPool[c.intn(len(statusPool))],
 		IPAddress:  []string{"", "10.0.0.2", "10.0.0.3"}[c.intn(3)],
 		LoopbackIP: []string{"", "127.0.0.7"}[c.intn(2)],
+		EngineName: []string{"", "b-w", "b-w2"}[c.intn(3)],
 	}
 	if c.intn(2) == 0 {
 		inst.ExpiresAt = time.Date(2026, 11, 24, 6, 0, c.intn(2), 0, time.UTC)

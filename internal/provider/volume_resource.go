@@ -61,7 +61,9 @@ func (r *volumeResource) Schema(_ context.Context, _ resource.SchemaRequest, res
 			"backend": backendAttribute(),
 			"name": schema.StringAttribute{Required: true, Validators: []validator.String{nameValidator{}},
 				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
-				Description:   "Name of the volume, unique within the backend: " + names.NameRule + "."},
+				Description: "Name of the volume, unique within the backend: " + names.NameRule + ". On the engine: the Docker " +
+					"volume `<backend>-<name>`, the Incus custom volume `<name>` in the backend's project, the local directory " +
+					"`<root>/<backend>/volumes/<name>`."},
 			"source": schema.StringAttribute{Optional: true, Validators: []validator.String{stringvalidator.LengthAtLeast(1)},
 				PlanModifiers: []planmodifier.String{replaceStringUnlessImported()},
 				Description:   "Local directory whose contents seed the volume when it is created. A symlink to a directory is followed; symlinks inside it are copied as links."},
