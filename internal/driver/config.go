@@ -84,6 +84,10 @@ func (c DockerConfig) SSHConfig(sec Secrets) (sshconn.Config, error) {
 	return sc, nil
 }
 
+// IncusDefaultNetwork is the managed network of `isolated` Incus sandboxes
+// when the backend names none.
+const IncusDefaultNetwork = "incusbr0"
+
 // IncusConfig reaches an Incus server.
 type IncusConfig struct {
 	// "" or unix://PATH: the local socket; https://host:8443: remote;

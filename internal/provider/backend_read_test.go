@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
@@ -74,5 +75,25 @@ func TestBackendReadObservesEngine(t *testing.T) {
 	resp.State.GetAttribute(context.Background(), path.Root("capabilities"), &caps)
 	if !caps.Equal(types.SetValueMust(types.StringType, []attr.Value{types.StringValue(driver.CapContainers)})) {
 		t.Fatalf("capabilities = %v", caps)
+	}
+}
+
+// An Incus backend on the server-wide default network is warned about at
+// its creation; one on a network of its own, or another driver, is not.
+func TestWarnSharedIncusNetwork(t *testing.T) {
+	for _, c := range []struct {
+		cfg  driver.Config
+		warn bool
+	}{
+		{driver.Config{Driver: driver.Incus, Incus: &driver.IncusConfig{}}, true},
+		{driver.Config{Driver: driver.Incus, Incus: &driver.IncusConfig{Network: driver.IncusDefaultNetwork}}, true},
+		{driver.Config{Driver: driver.Incus, Incus: &driver.IncusConfig{Network: "sandbox-net"}}, false},
+		{driver.Config{Driver: driver.Docker, Docker: &driver.DockerConfig{}}, false},
+	} {
+		var diags diag.Diagnostics
+		warnSharedIncusNetwork(c.cfg, &diags)
+		if got := len(diags) == 1 && !diags.HasError(); got != c.warn || (!c.warn && len(diags) > 0) {
+			t.Errorf("%+v: warnings %v, want a warning %v", c.cfg.Incus, diags, c.warn)
+		}
 	}
 }

@@ -82,6 +82,9 @@ func (r *backendResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	handle, diags := HandleFromConfig(resolved)
 	resp.Diagnostics.Append(diags...)
 	plan.Handle, plan.Driver, plan.ID = handle, types.StringValue(resolved.Driver), types.StringValue(backendID(resolved))
+	if req.State.Raw.IsNull() {
+		warnSharedIncusNetwork(resolved, &resp.Diagnostics)
+	}
 	if !req.State.Raw.IsNull() {
 		var state backendModel
 		resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
@@ -93,6 +96,20 @@ func (r *backendResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		}
 	}
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+}
+
+// warnSharedIncusNetwork says, when an Incus backend is created, that its
+// `isolated` sandboxes join a managed network the whole server may share:
+// unlike Docker, the driver makes no network per backend.
+func warnSharedIncusNetwork(cfg driver.Config, diags *diag.Diagnostics) {
+	if cfg.Driver != driver.Incus || cfg.Incus == nil || (cfg.Incus.Network != "" && cfg.Incus.Network != driver.IncusDefaultNetwork) {
+		return
+	}
+	diags.AddAttributeWarning(path.Root("incus").AtName("network"), "Shared Incus Network",
+		"Sandboxes of this backend with `network = \"isolated\"` join the managed network "+driver.IncusDefaultNetwork+", which every "+
+			"instance on the Incus server attached to it shares: they can reach those instances and be reached by them. "+
+			"For a network of this backend's sandboxes alone, create one (`incus network create NAME ipv4.address=10.X.Y.1/24 "+
+			"ipv4.nat=true`) and set `incus.network = \"NAME\"`; `network = \"none\"` gives a sandbox no network at all.")
 }
 
 // resolveInto resolves cfg, reports its problems at their attributes and

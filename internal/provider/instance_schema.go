@@ -35,7 +35,8 @@ var instanceTypeValues = []enumValue{
 
 var networkValues = []enumValue{
 	{driver.NetworkNone, "no network but loopback"},
-	{driver.NetworkIsolated, "the backend's own network, shared only with the backend's other sandboxes"},
+	{driver.NetworkIsolated, "the backend's own network, shared only with the backend's other sandboxes (on incus: the managed " +
+		"network `incus.network`, `incusbr0` unless set, shared with whatever else on the server uses it; the backend's plan warns)"},
 	{driver.NetworkBridge, "the engine's default network, with egress; on a local backend, the host's network"},
 }
 

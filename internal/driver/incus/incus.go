@@ -61,7 +61,7 @@ func init() { driver.Register(driver.Incus, Open) }
 // Defaults for the engine-side names a backend uses.
 const (
 	DefaultStoragePool = "default"
-	DefaultNetwork     = "incusbr0"
+	DefaultNetwork     = driver.IncusDefaultNetwork
 )
 
 // Driver is one Incus backend. The server connection is opened on first use
