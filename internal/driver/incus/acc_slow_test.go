@@ -76,8 +76,8 @@ func hookRuns(t *testing.T, d driver.Driver, id, want string) {
 
 // A container whose PID 1 ignores the stop signal (sleep has no handler,
 // and the kernel drops such signals to a namespace's init): the graceful
-// stop runs out of its grace and the force stop follows, on a stop and on
-// a delete.
+// stop runs out of its grace and the force stop follows; a delete forces it
+// at once.
 func TestStopIgnoredByPID1(t *testing.T) {
 	preCheck(t)
 	d := scoped(t, nil)
@@ -97,6 +97,26 @@ func TestStopIgnoredByPID1(t *testing.T) {
 	}
 	if err := d.DeleteInstance(slowCtx(t), in.ID); err != nil {
 		t.Fatalf("delete of a container ignoring its stop signal: %v", err)
+	}
+	if _, err := d.InspectInstance(slowCtx(t), in.ID); !driver.IsNotFound(err) {
+		t.Fatalf("after the delete: %v; want not found", err)
+	}
+}
+
+// A system container whose init ignores the stop signal (busybox init has
+// no use for SIGWINCH): a delete waits out the instance's grace, then
+// forces it once, and the instance is gone.
+func TestDeleteIgnoredStopSignal(t *testing.T) {
+	preCheck(t)
+	backend := uniqueName("tf-acc")
+	d := scopedNamed(t, backend, nil)
+	setProfileRawLXC(t, rawClient(t, backend), "lxc.signal.halt = SIGWINCH")
+	in, err := d.CreateInstance(slowCtx(t), driver.InstanceSpec{Name: "deaf-init", Image: fixtureImage, Running: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.DeleteInstance(slowCtx(t), in.ID); err != nil {
+		t.Fatalf("delete of a system container ignoring its stop signal: %v", err)
 	}
 	if _, err := d.InspectInstance(slowCtx(t), in.ID); !driver.IsNotFound(err) {
 		t.Fatalf("after the delete: %v; want not found", err)

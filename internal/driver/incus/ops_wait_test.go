@@ -157,7 +157,7 @@ func TestWaitOperationOutlivesContext(t *testing.T) {
 }
 
 // A delete gives the instance its own grace: the agent's and an image
-// init's act on the stop signal; a bare command as PID 1 mostly cannot.
+// init's act on the stop signal; a bare command as PID 1 is forced at once.
 func TestDeleteGrace(t *testing.T) {
 	for _, tc := range []struct {
 		name, typ, raw string
@@ -166,7 +166,7 @@ func TestDeleteGrace(t *testing.T) {
 		{"system container", "container", "", stopGrace},
 		{"hardened system container", "container", "lxc.no_new_privs = 1\n", stopGrace},
 		{"agent init", "container", "lxc.init.cmd = /.sandbox/sandbox-agent init --grace 10s -- sleep 3600\nlxc.signal.halt = SIGTERM\n", stopGrace + 2*time.Second},
-		{"bare command", "container", "lxc.init.cmd = sleep 3600\nlxc.signal.halt = SIGTERM\n", bareCommandGrace},
+		{"bare command", "container", "lxc.init.cmd = sleep 3600\nlxc.signal.halt = SIGTERM\n", 0},
 		{"vm", "virtual-machine", "", stopGrace},
 	} {
 		inst := &api.Instance{Type: tc.typ, InstancePut: api.InstancePut{Config: map[string]string{"raw.lxc": tc.raw}}}

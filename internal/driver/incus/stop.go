@@ -57,16 +57,14 @@ func ignoreNotFound(err error) error {
 	return err
 }
 
-// bareCommandGrace is the stop grace of a command that runs as PID 1
-// without the agent in front: the kernel drops a signal to a namespace's
-// init that has no handler for it, so most such commands never stop by
-// themselves; one that handles SIGTERM gets this long.
-const bareCommandGrace = 3 * time.Second
-
 // deleteGrace is how long a delete lets the running instance stop by
 // itself: its own grace. The agent as PID 1 passes SIGTERM on and kills its
 // command stopGrace later, so it gets a little more than that; an image's
 // init (a system container, a VM) acts on the stop signal within stopGrace.
+// A bare command as PID 1 (security.init off) gets none, as a Docker
+// container's removal: the kernel drops a signal to a namespace's init that
+// has no handler for it, so a grace there is mostly time spent waiting (3 s
+// per delete doubled the conformance suite's time).
 func deleteGrace(inst *api.Instance) time.Duration {
 	initCmd := ""
 	for _, line := range strings.Split(inst.Config["raw.lxc"], "\n") {
@@ -80,7 +78,7 @@ func deleteGrace(inst *api.Instance) time.Duration {
 	case strings.HasPrefix(initCmd, agent.PathInInstance+" init"):
 		return stopGrace + 2*time.Second
 	}
-	return bareCommandGrace
+	return 0
 }
 
 // stopInstance asks the instance to stop and gives it grace (bounded by
