@@ -22,7 +22,13 @@ import (
 // every instance, volume and image the test left).
 func scoped(t *testing.T, mutate func(*driver.IncusConfig)) driver.Driver {
 	t.Helper()
-	d := openBackend(t, mutate)
+	return scopedNamed(t, uniqueName("tf-acc"), mutate)
+}
+
+// scopedNamed is scoped on backend name.
+func scopedNamed(t *testing.T, name string, mutate func(*driver.IncusConfig)) driver.Driver {
+	t.Helper()
+	d := openNamed(t, name, mutate)
 	if err := d.EnsureScope(testCtx(t)); err != nil {
 		t.Fatalf("EnsureScope: %v", err)
 	}

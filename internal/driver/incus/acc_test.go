@@ -93,11 +93,18 @@ func testCtx(t *testing.T) context.Context {
 // fails when the server does not answer.
 func openBackend(t *testing.T, mutate func(*driver.IncusConfig)) driver.Driver {
 	t.Helper()
+	return openNamed(t, uniqueName("tf-acc"), mutate)
+}
+
+// openNamed opens a driver on backend name (also its project, unless mutate
+// names one).
+func openNamed(t *testing.T, name string, mutate func(*driver.IncusConfig)) driver.Driver {
+	t.Helper()
 	ic := &driver.IncusConfig{}
 	if mutate != nil {
 		mutate(ic)
 	}
-	cfg := driver.Config{Driver: driver.Incus, Name: uniqueName("tf-acc"), Incus: ic}
+	cfg := driver.Config{Driver: driver.Incus, Name: name, Incus: ic}
 	d, err := driver.Open(testCtx(t), cfg)
 	if err != nil {
 		t.Fatalf("open incus driver: %v", err)

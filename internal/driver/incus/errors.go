@@ -30,7 +30,7 @@ func translate(err error) error {
 	case noAnswer(err):
 		return fmt.Errorf("%v: %s: %w", err, hungHint, driver.ErrUnavailable)
 	case serverDeadline(err):
-		return fmt.Errorf("%v: %s: %w", err, overloadHint, driver.ErrUnavailable)
+		return fmt.Errorf("%v: %s: %w", err, serverDeadlineHint, driver.ErrUnavailable)
 	case isConnError(err):
 		return fmt.Errorf("%v: %w", err, driver.ErrUnavailable)
 	}
@@ -40,14 +40,17 @@ func translate(err error) error {
 // hungHint is what to check when the server stops answering.
 const hungHint = "the Incus server may be hung (does `incus info` answer? its log is /var/log/incus/incusd.log or the journal)"
 
-// overloadHint is what to check when incusd gives up on its own deadline.
-const overloadHint = "the Incus server gave up on its own deadline (an overloaded incusd: on a 2-core host under load, " +
-	"starts were seen to take over a minute and then fail this way); check its load and log, and apply again " +
-	"(fewer instances at once: terraform -parallelism)"
+// serverDeadlineHint is what to check when incusd gave up on a deadline of
+// its own. The answer does not say why; the logs do. A start whose LXC hook
+// timed out says more (start.go), with the evidence from lxc.log.
+const serverDeadlineHint = "incusd gave up on a deadline of its own; what it waited for is in the instance's log " +
+	"(`incus info --show-log --project PROJECT NAME`) and in incusd's log (/var/log/incus/incusd.log or the journal); " +
+	"apply again once that is resolved"
 
 // serverDeadline reports "context deadline exceeded" in the server's answer
 // (an operation's or a request's error), not our own context ending, which
-// arrives as context.DeadlineExceeded itself.
+// arrives as context.DeadlineExceeded itself. A 6.0.4 wait that timed out
+// answers the same words; waitOperation never passes that on.
 func serverDeadline(err error) bool {
 	return !errors.Is(err, context.DeadlineExceeded) && strings.Contains(err.Error(), "context deadline exceeded")
 }

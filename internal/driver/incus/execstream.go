@@ -211,7 +211,7 @@ func (d *Driver) streamExec(ctx context.Context, c incus.InstanceServer, id stri
 	if err != nil {
 		// The server gives up on its own when not every stream connects
 		// (5 s); report the connect failure unless the op says more.
-		if _, werr := d.waitOperation(ctx, c, opAPI.ID); werr != nil {
+		if _, werr := d.waitOperation(ctx, c, opAPI); werr != nil {
 			return 0, fmt.Errorf("%w (%v)", werr, err)
 		}
 		return 0, err
@@ -244,7 +244,7 @@ func (d *Driver) streamExec(ctx context.Context, c incus.InstanceServer, id stri
 			return 0, ctx.Err()
 		}
 	}
-	final, err := d.waitOperation(ctx, c, opAPI.ID)
+	final, err := d.waitOperation(ctx, c, opAPI)
 	if err != nil {
 		if ctx.Err() != nil {
 			s.signal(9)

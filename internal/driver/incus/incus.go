@@ -79,6 +79,7 @@ type Driver struct {
 	imageMu  sync.Mutex           // serialises image resolution (and copies)
 	agentIn  sync.Map             // instance name -> true: the agent is inside
 	workdirs sync.Map             // instance name + "\x00" + dir -> true: exists
+	stops    sync.Map             // instance name -> *api.Operation: a stop of ours still running
 
 	loopback *portalloc.Allocator // loopback_ip strategy, per-process reservations
 	portMu   sync.Mutex           // guards ports

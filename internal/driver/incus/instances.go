@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"strings"
 	"time"
 
@@ -250,7 +249,7 @@ func (d *Driver) bridgeNetwork(ctx context.Context) (string, error) {
 func (d *Driver) cleanupInstance(c incus.InstanceServer, name string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	_ = d.forceDelete(ctx, c, name)
+	_ = d.removeInstance(ctx, c, name, 0)
 }
 
 // InspectInstance returns one instance with its state.
@@ -478,37 +477,6 @@ func (d *Driver) StartInstance(ctx context.Context, id string) error {
 	return d.startWatcher(ctx, c, driver.InstanceSpec{Name: id, Type: driver.TypeVM}, deadline)
 }
 
-// StopInstance stops gracefully within grace, then forcibly.
-func (d *Driver) StopInstance(ctx context.Context, id string, grace time.Duration) error {
-	c, id, err := d.instanceClient(ctx, id)
-	if err != nil {
-		return err
-	}
-	if grace > 0 {
-		err := d.setState(ctx, c, id, api.InstanceStatePut{Action: "stop", Timeout: int(grace.Round(time.Second) / time.Second)})
-		if err == nil || driver.IsNotFound(err) {
-			return err
-		}
-	}
-	return d.setState(ctx, c, id, api.InstanceStatePut{Action: "stop", Force: true})
-}
-
-// setState runs a state change and waits for it; "already in that state" is
-// success.
-func (d *Driver) setState(ctx context.Context, c incus.InstanceServer, name string, st api.InstanceStatePut) error {
-	err := d.runOperation(ctx, c, "PUT", "/instances/"+url.PathEscape(name)+"/state", st)
-	if err != nil && alreadyInState(err) {
-		return nil
-	}
-	return d.errf(err, "%s instance %q", st.Action, name)
-}
-
-func alreadyInState(err error) bool {
-	msg := err.Error()
-	return strings.Contains(msg, "already running") || strings.Contains(msg, "already stopped") ||
-		strings.Contains(msg, "is not running")
-}
-
 // UpdateInstance replaces the limit keys in place (live on running containers).
 func (d *Driver) UpdateInstance(ctx context.Context, id string, limits driver.Limits) error {
 	c, id, err := d.instanceClient(ctx, id)
@@ -539,38 +507,6 @@ func (d *Driver) UpdateInstance(ctx context.Context, id string, limits driver.Li
 		err = op.WaitContext(ctx)
 	}
 	return d.errf(err, "update limits of instance %q", id)
-}
-
-// DeleteInstance force-stops and deletes the instance; a missing one is no
-// error.
-func (d *Driver) DeleteInstance(ctx context.Context, id string) error {
-	c, id, err := d.instanceClient(ctx, id)
-	if err != nil {
-		return err
-	}
-	d.forget(id)
-	if err := d.forceDelete(ctx, c, id); err != nil && !driver.IsNotFound(err) {
-		return err
-	}
-	return nil // deleting what is gone is done
-}
-
-func (d *Driver) forceDelete(ctx context.Context, c incus.InstanceServer, name string) error {
-	// The stop may fail on an instance in an odd state; the delete decides.
-	// An instance stopping itself at its deadline can race the force stop,
-	// and the delete then finds it "running" still: one more round.
-	var stopErr, err error
-	for attempt := 0; attempt < 2; attempt++ {
-		stopErr = d.setState(ctx, c, name, api.InstanceStatePut{Action: "stop", Force: true})
-		err = d.runOperation(ctx, c, "DELETE", "/instances/"+url.PathEscape(name), nil)
-		if err == nil || !strings.Contains(err.Error(), "is running") {
-			break
-		}
-	}
-	if err != nil && stopErr != nil && !driver.IsNotFound(stopErr) {
-		return fmt.Errorf("%w (stopping first: %v)", d.errf(err, "delete instance %q", name), stopErr)
-	}
-	return d.errf(err, "delete instance %q", name)
 }
 
 // forget drops what the driver remembers about an instance's contents.

@@ -84,16 +84,23 @@ func TestTransportGivesUpOnAHungServer(t *testing.T) {
 	}
 }
 
-// incusd's own deadline in an answer gets the overload advice; our context
-// ending does not.
+// incusd's own deadline in an answer says where to look, without guessing
+// at a cause it has no evidence of; our context ending gets no such advice.
 func TestServerDeadlineAdvice(t *testing.T) {
 	d := &Driver{backend: "b"}
-	err := d.errf(errors.New("context deadline exceeded"), "start instance %q", "x")
-	if !errors.Is(err, driver.ErrUnavailable) || !strings.Contains(err.Error(), "gave up on its own deadline") {
+	failed := &opFailure{What: "Starting instance", ID: "42", Took: 61 * time.Second, Msg: "context deadline exceeded"}
+	err := d.errf(failed, "start instance %q", "b-x")
+	for _, want := range []string{`incus backend "b"`, `start instance "b-x"`, "Starting instance (operation 42) failed after 1m1s",
+		"gave up on a deadline of its own", "incus info --show-log"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("server's deadline: %v; want %q in it", err, want)
+		}
+	}
+	if !errors.Is(err, driver.ErrUnavailable) || strings.Contains(err.Error(), "overload") {
 		t.Errorf("server's deadline: %v", err)
 	}
 	err = d.errf(context.DeadlineExceeded, "start instance %q", "x")
-	if strings.Contains(err.Error(), "gave up on its own deadline") {
+	if strings.Contains(err.Error(), "deadline of its own") {
 		t.Errorf("our deadline: %v", err)
 	}
 }

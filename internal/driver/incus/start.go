@@ -48,13 +48,24 @@ func (d *Driver) start(ctx context.Context, c incus.InstanceServer, name string)
 	if err == nil || ctx.Err() != nil || !hookTimedOut(c, name, err) {
 		return err
 	}
-	// LXC may have left the instance half up: force it down, then again.
+	// LXC may have left the instance half up: force it down (once: setState
+	// waits for a stop already running), then again.
 	_ = d.setState(ctx, c, name, api.InstanceStatePut{Action: "stop", Force: true})
-	if retryErr := d.setState(ctx, c, name, api.InstanceStatePut{Action: "start"}); retryErr != nil {
-		return fmt.Errorf("%w (first attempt: %v)", retryErr, err)
+	retryErr := d.setState(ctx, c, name, api.InstanceStatePut{Action: "start"})
+	if retryErr == nil {
+		return nil
 	}
-	return nil
+	if ctx.Err() == nil && hookTimedOut(c, name, retryErr) {
+		return fmt.Errorf("%w (first attempt: %v); %s", retryErr, err, busyHookHint)
+	}
+	return fmt.Errorf("%w (first attempt: %v)", retryErr, err)
 }
+
+// busyHookHint explains a start whose LXC hook timed out twice: the evidence
+// of a busy incusd (the hook waits for incusd to set up the devices).
+const busyHookHint = "the instance's lxc.log shows LXC's pre-start hook waiting for incusd longer than LXC's 30 s limit, " +
+	"twice: incusd was too busy to set the instance up (check the host's load); apply again with fewer " +
+	"instances at once (terraform apply -parallelism=N)"
 
 // failedToStart tells a request whose instance was there but did not start
 // (LXC's forkstart failed) from one that failed before.
