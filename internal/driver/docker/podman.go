@@ -29,6 +29,11 @@ package docker
 //     label every image io.buildah.version, which containers inherit. The
 //     driver records the reference in the sandbox.image label at create
 //     (planPodman) and podmanObserved reports it, without the build label.
+//   - Network create. Podman picks a free subnet from the host's routes and
+//     looks up each route's interface; a bridge deleted in between (another
+//     backend's network going away) fails the create with "route ip+net: no
+//     such network interface". podmanInterfaceRace recognises it and
+//     EnsureScope tries again.
 //   - exec in a missing working directory exits 127 (Docker: 126);
 //     missingWorkdir accepts both.
 //   - Rootful Podman raises RLIMIT_NOFILE/NPROC of containers to 1048576/
@@ -306,4 +311,10 @@ func (d *Driver) requestBase(cli interface{ DaemonHost() string }) (string, erro
 	default:
 		return "http://" + u.Host, nil
 	}
+}
+
+// podmanInterfaceRace reports Podman's network create failing because a
+// host interface vanished while it chose a subnet (see the header).
+func podmanInterfaceRace(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "no such network interface")
 }

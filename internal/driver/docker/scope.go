@@ -48,11 +48,19 @@ func (d *Driver) EnsureScope(ctx context.Context) error {
 	} else if !errors.Is(d.wrap(err, ""), driver.ErrNotFound) {
 		return d.wrap(err, "network %q", name)
 	}
-	_, err = cli.NetworkCreate(ctx, name, network.CreateOptions{
-		Driver:   "bridge",
-		Internal: d.dc.Internal,
-		Labels:   driver.ObjectLabels(d.backend, d.cfg.Labels, nil),
-	})
+	create := func() error {
+		_, err := cli.NetworkCreate(ctx, name, network.CreateOptions{
+			Driver:   "bridge",
+			Internal: d.dc.Internal,
+			Labels:   driver.ObjectLabels(d.backend, d.cfg.Labels, nil),
+		})
+		return err
+	}
+	err = create()
+	for try := 1; try < 5 && podmanInterfaceRace(err); try++ { // podman.go
+		time.Sleep(time.Duration(try) * 200 * time.Millisecond)
+		err = create()
+	}
 	if err != nil && !isConflict(err) {
 		return d.wrap(err, "create network %q", name)
 	}

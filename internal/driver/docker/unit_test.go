@@ -255,3 +255,10 @@ func TestPortsFromLabelForImport(t *testing.T) {
 		t.Errorf("got %v", got)
 	}
 }
+
+func TestPodmanInterfaceRace(t *testing.T) {
+	race := errors.New(`Error response from daemon: route ip+net: no such network interface`)
+	if !podmanInterfaceRace(race) || podmanInterfaceRace(nil) || podmanInterfaceRace(errors.New("network already exists")) {
+		t.Error("podmanInterfaceRace does not tell Podman's vanished-interface answer from others")
+	}
+}
