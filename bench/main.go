@@ -4,7 +4,7 @@
 // work done directly against the engine, and prints a table with the goals.
 //
 //	go run ./bench [-backends floor,docker,local,ssh,tls,incus] [-repeat N] [-sizes 10,50]
-//	               [-unrelated 600] [-quick] [-trace N] [-v]
+//	               [-unrelated 600] [-net-cost=false] [-quick] [-trace N] [-v]
 //
 // Environment: BENCH_BACKENDS, BENCH_REPEAT (runs per measurement, median
 // printed; default 1), BENCH_SIZES, BENCH_QUICK=1 (fleets of 3 and 5, to
@@ -27,7 +27,10 @@
 // nothing (bench/noopprovider) applying, re-planning and destroying fleets
 // of every measured size: Terraform's and the plugin protocol's own time,
 // which no provider can go below; the other backends' apply and destroy
-// rows then say which ratio to the engine that floor leaves reachable. The notes give the CPU terraform and its plugin processes
+// rows then say which ratio to the engine that floor leaves reachable. The
+// "docker engine only" rows create and start each Docker fleet through the
+// engine alone on a network of its own and on the default bridge: the
+// engine's own price of isolation, apart from the provider's. The notes give the CPU terraform and its plugin processes
 // used and the plugin's peak RSS (VmHWM, polled from /proc). -trace runs a
 // fleet through a counting proxy on the engine's socket and lists the API
 // calls of each command.
@@ -60,6 +63,7 @@ type options struct {
 	keep        bool
 	verbose     bool
 	trace       int
+	netCost     bool
 	sizes       []int
 	traceKinds  []string
 }
@@ -81,6 +85,8 @@ func main() {
 	flag.IntVar(&o.parallelism, "parallelism", 10, "terraform -parallelism and the engine-side concurrency")
 	flag.IntVar(&o.unrelated, "unrelated", 600, "unrelated containers on the host for the Docker re-plan row (0: skip)")
 	flag.BoolVar(&o.quick, "quick", os.Getenv("BENCH_QUICK") != "", "small fleets (3 and 5) to check the harness ($BENCH_QUICK)")
+	flag.BoolVar(&o.netCost, "net-cost", os.Getenv("BENCH_NET_COST") != "0",
+		"Docker: also create and start each fleet through the engine alone on a network of its own and on the default bridge, to show the engine's price of isolation ($BENCH_NET_COST=0 skips)")
 	flag.BoolVar(&o.keep, "keep-going", true, "continue with the next backend after a failure")
 	flag.IntVar(&o.trace, "trace", defTrace, "also run a Docker fleet of this size through a counting API proxy and print the calls per command (default $BENCH_TRACE)")
 	traceKinds := flag.String("trace-engines", "docker,incus", "engines -trace runs against")
