@@ -57,7 +57,7 @@ func TestIsolatedNetworkKeepsBackendsApart(t *testing.T) {
 		return res.ExitCode == 0 && strings.Contains(out, "200 OK"), out
 	}
 	if res := run("nslookup", "sibling"); res.ExitCode != 0 || !strings.Contains(string(res.Stdout), sibling.IPAddress) {
-		t.Fatalf("the backend's other sandbox has no name on its network: exit %d %q %q", res.ExitCode, res.Stdout, res.Stderr)
+		t.Errorf("the backend's other sandbox has no name on its network: exit %d %q %q", res.ExitCode, res.Stdout, res.Stderr)
 	}
 	if ok, out := get(sibling.IPAddress); !ok {
 		t.Fatalf("a sandbox cannot reach its backend's other sandbox: %q", out)
