@@ -109,6 +109,9 @@ func (b *bench) addPeerRows(label string, n int, m *measurement) {
 			r.op = op.name + " (peer alone)"
 			r.note += "; no sandbox row to compare (run with -backends docker,peer)"
 		}
+		if op.name == "re-plan" {
+			r.note += "; peer's re-plan empty: " + emptyNote(m.replanEmpty)
+		}
 		b.table.add(r)
 	}
 }
