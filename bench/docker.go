@@ -357,8 +357,9 @@ func (b *bench) unrelated(ctx context.Context, cli *client.Client, count int) (f
 	return removeAll, err
 }
 
-// runDocker: fleets of 10 and 50 on the local socket, and a re-plan of 50
-// with unrelated containers on the host.
+// runDocker: fleets of 10 and 50 on the local socket, a re-plan of 50
+// with unrelated containers on the host, and for each size the engine's
+// own price of the backend network (netcost.go).
 func runDocker(ctx context.Context, b *bench) error {
 	cli, err := dockerClient(ctx, localSocket)
 	if err != nil {
@@ -373,7 +374,8 @@ func runDocker(ctx context.Context, b *bench) error {
 		return err
 	}
 	b.sweepProviderDocker(cli, backend)
-	f := &fleet{label: "docker", wd: wd, eng: newDockerEngine(b, cli, backend)}
+	eng := newDockerEngine(b, cli, backend)
+	f := &fleet{label: "docker", wd: wd, eng: eng}
 	sizes := b.sizes(10, 50)
 	big := sizes[len(sizes)-1]
 	var busy []time.Duration
@@ -409,6 +411,11 @@ func runDocker(ctx context.Context, b *bench) error {
 			return err
 		}
 		b.addRows("docker", n, m, dockerGoal, dockerGoal)
+		if b.o.netCost {
+			if err := b.netCost(ctx, eng, n); err != nil {
+				return err
+			}
+		}
 		if n == big && len(busy) > 0 {
 			quiet := median(m.replan)
 			b.table.add(row{backend: "docker", n: n, op: fmt.Sprintf("re-plan, %d unrelated", b.o.unrelated),

@@ -3,8 +3,8 @@
 // must be empty) and `terraform destroy` of a fleet, each beside the same
 // work done directly against the engine, and prints a table with the goals.
 //
-//	go run ./bench [-backends floor,docker,local,ssh,tls,incus] [-repeat N] [-sizes 10,50]
-//	               [-unrelated 600] [-quick] [-trace N] [-v]
+//	go run ./bench [-backends floor,docker,local,ssh,tls,incus,peer] [-repeat N] [-sizes 10,50]
+//	               [-unrelated 600] [-net-cost=false] [-peer-docker BINARY] [-quick] [-trace N] [-v]
 //
 // Environment: BENCH_BACKENDS, BENCH_REPEAT (runs per measurement, median
 // printed; default 1), BENCH_SIZES, BENCH_QUICK=1 (fleets of 3 and 5, to
@@ -27,7 +27,12 @@
 // nothing (bench/noopprovider) applying, re-planning and destroying fleets
 // of every measured size: Terraform's and the plugin protocol's own time,
 // which no provider can go below; the other backends' apply and destroy
-// rows then say which ratio to the engine that floor leaves reachable. The notes give the CPU terraform and its plugin processes
+// rows then say which ratio to the engine that floor leaves reachable. The
+// "docker engine only" rows create and start each Docker fleet through the
+// engine alone on a network of its own and on the default bridge: the
+// engine's own price of isolation, apart from the provider's. The "peer"
+// backend (not in the default list) runs the same Docker fleet through a
+// build of the published kreuzwerker/docker provider (peer.go). The notes give the CPU terraform and its plugin processes
 // used and the plugin's peak RSS (VmHWM, polled from /proc). -trace runs a
 // fleet through a counting proxy on the engine's socket and lists the API
 // calls of each command.
@@ -60,6 +65,8 @@ type options struct {
 	keep        bool
 	verbose     bool
 	trace       int
+	netCost     bool
+	peerDocker  string
 	sizes       []int
 	traceKinds  []string
 }
@@ -81,6 +88,10 @@ func main() {
 	flag.IntVar(&o.parallelism, "parallelism", 10, "terraform -parallelism and the engine-side concurrency")
 	flag.IntVar(&o.unrelated, "unrelated", 600, "unrelated containers on the host for the Docker re-plan row (0: skip)")
 	flag.BoolVar(&o.quick, "quick", os.Getenv("BENCH_QUICK") != "", "small fleets (3 and 5) to check the harness ($BENCH_QUICK)")
+	flag.BoolVar(&o.netCost, "net-cost", os.Getenv("BENCH_NET_COST") != "0",
+		"Docker: also create and start each fleet through the engine alone on a network of its own and on the default bridge, to show the engine's price of isolation ($BENCH_NET_COST=0 skips)")
+	flag.StringVar(&o.peerDocker, "peer-docker", os.Getenv("BENCH_PEER_DOCKER"),
+		"backend peer: a kreuzwerker/docker provider binary built outside this repository, run on the same fleet as docker ($BENCH_PEER_DOCKER)")
 	flag.BoolVar(&o.keep, "keep-going", true, "continue with the next backend after a failure")
 	flag.IntVar(&o.trace, "trace", defTrace, "also run a Docker fleet of this size through a counting API proxy and print the calls per command (default $BENCH_TRACE)")
 	traceKinds := flag.String("trace-engines", "docker,incus", "engines -trace runs against")
@@ -125,7 +136,7 @@ func run(ctx context.Context, o options) int {
 		}
 		sc, ok := scenarios[name]
 		if !ok {
-			logf("unknown backend %q (floor, docker, local, ssh, tls, incus)", name)
+			logf("unknown backend %q (floor, docker, local, ssh, tls, incus, peer)", name)
 			failed = true
 			continue
 		}
@@ -179,6 +190,7 @@ var scenarios = map[string]func(context.Context, *bench) error{
 	"tls":    runTLS,
 	"local":  runLocal,
 	"incus":  runIncus,
+	"peer":   runPeer,
 }
 
 func contains(list []string, s string) bool {

@@ -72,10 +72,11 @@ func newBench(ctx context.Context, o options) (*bench, error) {
   dev_overrides {
     "sandboxfleet/sandbox" = %q
     "sandboxfleet/noop"    = %q
+    "kreuzwerker/docker"   = %q
   }
   direct {}
 }
-`, b.pluginD, b.pluginD)
+`, b.pluginD, b.pluginD, b.pluginD)
 	if err := os.WriteFile(b.rcFile, []byte(rc), 0o644); err != nil {
 		return b, err
 	}
@@ -121,13 +122,16 @@ func (b *bench) newWorkdir(name, config string) (*workdir, error) {
 	}
 	// Only the provider the configuration uses: Terraform starts every
 	// required provider for its schema.
-	local := "sandbox"
-	if strings.Contains(config, `"noop_`) {
-		local = "noop"
+	local, source := "sandbox", "sandboxfleet/sandbox"
+	switch {
+	case strings.Contains(config, `"noop_`):
+		local, source = "noop", "sandboxfleet/noop"
+	case strings.Contains(config, `"docker_`): // the peer provider (peer.go)
+		local, source = "docker", "kreuzwerker/docker"
 	}
 	hcl := `terraform {
   required_providers {
-    ` + local + ` = { source = "sandboxfleet/` + local + `" }
+    ` + local + ` = { source = "` + source + `" }
   }
 }
 
