@@ -36,8 +36,9 @@ PAUSE_IMAGE=registry.k8s.io/pause:3.10
 BUSYBOX_IMAGE=docker.io/library/busybox:1.35
 
 # Host paths the kubelet or libcni create when missing, whatever their
-# configuration says: the stop removes them only when they were missing.
-HOST_PATHS=(/var/log/containers /var/lib/cni/results /var/lib/cni)
+# configuration says (the device-plugin socket's path is fixed): the stop
+# removes them, children first, only when they were missing.
+HOST_PATHS=(/var/log/containers /var/lib/cni/results /var/lib/cni /var/lib/kubelet/device-plugins /var/lib/kubelet)
 
 log() { printf '[kubernetes] %s\n' "$*" >&2; }
 die() { printf '[kubernetes] ERROR: %s\n' "$*" >&2; exit 1; }

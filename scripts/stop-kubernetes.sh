@@ -52,7 +52,7 @@ kill_leftovers() {
 	for pid in /proc/[0-9]*; do
 		# Builtins only: thousands of processes, and a fork each is slow.
 		mapfile -d '' argv 2>/dev/null <"$pid/cmdline" || continue
-		[ "${argv[0]:-}" != "${argv[0]%containerd-shim-runc-v2}" ] || continue
+		[ ${#argv[@]} -gt 0 ] && [ "${argv[0]}" != "${argv[0]%containerd-shim-runc-v2}" ] || continue
 		case " ${argv[*]} " in
 		*" -address $CTRD_SOCK "*)
 			log "killing a leftover shim (pid ${pid#/proc/})"
@@ -91,7 +91,7 @@ remove_cgroups() {
 restore_host() {
 	local before=$KUBE_DIR/host-before p
 	find /var/log/containers -maxdepth 1 -lname "$POD_LOGS/*" -delete 2>/dev/null || true
-	rm -f /var/lib/cni/results/sandbox-kube-*
+	rm -f /var/lib/cni/results/sandbox-kube-* /var/lib/kubelet/device-plugins/kubelet.sock
 	[ -s "$before" ] || return 0
 	for p in "${HOST_PATHS[@]}"; do
 		grep -qx "existed=$p" "$before" || rmdir "$p" 2>/dev/null || true
