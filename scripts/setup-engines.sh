@@ -4,7 +4,9 @@
 # daemons that already run are left alone.
 #
 # Usage: scripts/setup-engines.sh [ENGINE...]
-#   ENGINE: docker | local | incus | ssh | tls | podman | fixtures
+#   ENGINE: docker | local | incus | ssh | tls | podman | fixtures | kubernetes
+#   kubernetes (scripts/setup-kubernetes.sh) is only set up when named: no
+#   gate or default picks it until the Kubernetes driver's tests exist.
 # Engines come from the arguments, else from $ENGINES ("docker local ..."),
 # else from the acceptance gates that are set (SANDBOX_ACC_DOCKER=1 -> docker,
 # ...), else "docker local".
@@ -61,7 +63,7 @@ fi
 
 want() { case " $engines " in *" $1 "*) return 0 ;; *) return 1 ;; esac }
 for e in $engines; do
-	case "$e" in docker | local | incus | ssh | tls | podman | fixtures) ;; *) die "unknown engine '$e' (docker local incus ssh tls podman fixtures)" ;; esac
+	case "$e" in docker | local | incus | ssh | tls | podman | fixtures | kubernetes) ;; *) die "unknown engine '$e' (docker local incus ssh tls podman fixtures kubernetes)" ;; esac
 done
 # SSH and TLS backends are Docker reached another way.
 { want ssh || want tls || want fixtures; } && ! want docker && engines="docker $engines"
@@ -209,5 +211,6 @@ want ssh && step "sshd (setup-sshd.sh)" run_owned setup-sshd.sh "the SSH test ho
 want tls && step "dockerd TLS (setup-docker-tls.sh)" run_owned setup-docker-tls.sh "the TLS Docker daemon"
 want podman && step "podman (setup-podman.sh)" run_owned setup-podman.sh "the Podman API service"
 want fixtures && step "fixtures (fixtures.sh)" bash "$SCRIPTS_DIR/fixtures.sh"
+want kubernetes && step "kubernetes (setup-kubernetes.sh)" bash "$SCRIPTS_DIR/setup-kubernetes.sh"
 want docker && step "docker0" ensure_default_bridge
 printf '[setup] %-34s %6d ms\n' "total" "$(($(now_ms) - total_start))" >&2
