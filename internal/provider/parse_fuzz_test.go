@@ -8,11 +8,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
-	"github.com/sandboxfleet/terraform-provider-sandbox/internal/names"
 )
 
 // FuzzBackendImportID: an accepted `<driver>:<name>[:<endpoint>][?k=v&...]`
@@ -129,6 +129,9 @@ func FuzzHandleSettings(f *testing.F) {
 		f.Add(s[0], "b", s[1])
 	}
 	f.Fuzz(func(t *testing.T, drv, name, text string) {
+		if !utf8.ValidString(drv) || !utf8.ValidString(name) || !utf8.ValidString(text) {
+			return // handles are Terraform strings, always UTF-8
+		}
 		settings := map[string]string{}
 		for _, line := range strings.Split(text, "\n") {
 			if k, v, ok := strings.Cut(line, "="); ok && v != "" {
@@ -230,7 +233,7 @@ func FuzzResolveDockerHost(f *testing.F) {
 
 // FuzzPortsFromLabel: the ports label an engine object carries
 // ("name=port/proto,...", written by the drivers) reads back, on import,
-// only ports a configuration could hold: a valid name, a port from 1 to
+// only ports a configuration could hold: a valid port name, a port from 1 to
 // 65535, tcp or udp; and the label of those ports reads back the same.
 func FuzzPortsFromLabel(f *testing.F) {
 	for _, s := range []string{
@@ -244,7 +247,7 @@ func FuzzPortsFromLabel(f *testing.F) {
 		ports := portsFromLabel(label)
 		var parts []string
 		for _, p := range ports {
-			if names.ValidateName(p.Name) != nil || p.Port < 1 || p.Port > 65535 || (p.Protocol != "tcp" && p.Protocol != "udp") {
+			if !portNameRegexp.MatchString(p.Name) || p.Port < 1 || p.Port > 65535 || (p.Protocol != "tcp" && p.Protocol != "udp") {
 				t.Fatalf("ports label %q reads as %+v", label, p)
 			}
 			parts = append(parts, fmt.Sprintf("%s=%d/%s", p.Name, p.Port, p.Protocol))
