@@ -29,8 +29,8 @@ func TestValidateImageName(t *testing.T) {
 	bad := []string{
 		"", "Busybox", "a/B", "img:", "img:-x", "/img", "img/", "a//b", "img@sha256:xyz",
 		"img:" + strings.Repeat("t", 129), "a b", "-a",
-		// Docker's digest algorithm starts with a letter: it refuses this name.
-		"img@0:" + strings.Repeat("0", 32),
+		// Docker refuses a digest algorithm that starts with a digit or has capitals.
+		"img@0:" + strings.Repeat("0", 32), "img@SHA256:" + strings.Repeat("0", 64),
 	}
 	for _, s := range good {
 		if err := ValidateImageName(s); err != nil {
