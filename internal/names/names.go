@@ -41,7 +41,7 @@ var (
 	refComponent = regexp.MustCompile(`^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$`)
 	refHost      = regexp.MustCompile(`^(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*(?::[0-9]+)?$`)
 	refTag       = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
-	refDigest    = regexp.MustCompile(`^[a-z][a-z0-9]*(?:[-_+.][a-z][a-z0-9]*)*:[0-9a-fA-F]{32,}$`)
+	refDigest    = regexp.MustCompile(`^(sha256:[0-9a-f]{64}|sha384:[0-9a-f]{96}|sha512:[0-9a-f]{128})$`) // the algorithms Docker verifies
 )
 
 // ImageRule describes ValidateImageName for documentation and messages.

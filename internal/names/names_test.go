@@ -29,8 +29,9 @@ func TestValidateImageName(t *testing.T) {
 	bad := []string{
 		"", "Busybox", "a/B", "img:", "img:-x", "/img", "img/", "a//b", "img@sha256:xyz",
 		"img:" + strings.Repeat("t", 129), "a b", "-a",
-		// Docker refuses a digest algorithm that starts with a digit or has capitals.
-		"img@0:" + strings.Repeat("0", 32), "img@SHA256:" + strings.Repeat("0", 64),
+		// Docker refuses digests other than sha256, sha384 and sha512 in lowercase hex.
+		"img@0:" + strings.Repeat("0", 32), "img@SHA256:" + strings.Repeat("0", 64), "img@a:" + strings.Repeat("0", 32),
+		"img@sha256:" + strings.Repeat("A", 64), "img@sha256:" + strings.Repeat("a", 63),
 	}
 	for _, s := range good {
 		if err := ValidateImageName(s); err != nil {
