@@ -41,6 +41,7 @@ var (
 	refComponent = regexp.MustCompile(`^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$`)
 	refHost      = regexp.MustCompile(`^(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*(?::[0-9]+)?$`)
 	refTag       = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
+	imageID      = regexp.MustCompile(`^[a-f0-9]{64}$`)
 	refDigest    = regexp.MustCompile(`^(sha256:[0-9a-f]{64}|sha384:[0-9a-f]{96}|sha512:[0-9a-f]{128})$`) // the algorithms Docker verifies
 )
 
@@ -54,6 +55,9 @@ func ValidateImageName(s string) error {
 	}
 	if len(s) > 255 {
 		return fmt.Errorf("the image name %q is longer than 255 characters", s)
+	}
+	if imageID.MatchString(s) {
+		return fmt.Errorf("the image name %q is 64 hexadecimal characters, which Docker reads as an image ID; it must be %s", s, ImageRule)
 	}
 	rest := s
 	if i := strings.Index(rest, "@"); i >= 0 {
