@@ -73,6 +73,16 @@ func ValidateImageName(s string) error {
 		rest = rest[:i]
 	}
 	parts := strings.Split(rest, "/")
+	// Docker measures the name with its registry: "debian" is docker.io/library/debian.
+	full := rest
+	if len(parts) == 1 {
+		full = "docker.io/library/" + rest
+	} else if !strings.ContainsAny(parts[0], ".:") && parts[0] != "localhost" {
+		full = "docker.io/" + rest
+	}
+	if len(full) > 255 {
+		return fmt.Errorf("the image name %q is too long: Docker reads it as %q, over 255 characters", s, full)
+	}
 	if len(parts) > 1 && (strings.ContainsAny(parts[0], ".:") || parts[0] == "localhost") {
 		if !refHost.MatchString(parts[0]) {
 			return fmt.Errorf("the image name %q has an invalid registry host %q", s, parts[0])
