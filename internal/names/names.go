@@ -41,7 +41,8 @@ var (
 	refComponent = regexp.MustCompile(`^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$`)
 	refHost      = regexp.MustCompile(`^(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*(?::[0-9]+)?$`)
 	refTag       = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
-	refDigest    = regexp.MustCompile(`^[a-z0-9]+(?:[.+_-][a-z0-9]+)*:[0-9a-fA-F]{32,}$`)
+	imageID      = regexp.MustCompile(`^[a-f0-9]{64}$`)
+	refDigest    = regexp.MustCompile(`^(sha256:[0-9a-f]{64}|sha384:[0-9a-f]{96}|sha512:[0-9a-f]{128})$`) // the algorithms Docker verifies
 )
 
 // ImageRule describes ValidateImageName for documentation and messages.
@@ -54,6 +55,9 @@ func ValidateImageName(s string) error {
 	}
 	if len(s) > 255 {
 		return fmt.Errorf("the image name %q is longer than 255 characters", s)
+	}
+	if imageID.MatchString(s) {
+		return fmt.Errorf("the image name %q is 64 hexadecimal characters, which Docker reads as an image ID; it must be %s", s, ImageRule)
 	}
 	rest := s
 	if i := strings.Index(rest, "@"); i >= 0 {
@@ -69,6 +73,16 @@ func ValidateImageName(s string) error {
 		rest = rest[:i]
 	}
 	parts := strings.Split(rest, "/")
+	// Docker measures the name with its registry: "debian" is docker.io/library/debian.
+	full := rest
+	if len(parts) == 1 {
+		full = "docker.io/library/" + rest
+	} else if !strings.ContainsAny(parts[0], ".:") && parts[0] != "localhost" {
+		full = "docker.io/" + rest
+	}
+	if len(full) > 255 {
+		return fmt.Errorf("the image name %q is too long: Docker reads it as %q, over 255 characters", s, full)
+	}
 	if len(parts) > 1 && (strings.ContainsAny(parts[0], ".:") || parts[0] == "localhost") {
 		if !refHost.MatchString(parts[0]) {
 			return fmt.Errorf("the image name %q has an invalid registry host %q", s, parts[0])

@@ -29,6 +29,11 @@ func TestValidateImageName(t *testing.T) {
 	bad := []string{
 		"", "Busybox", "a/B", "img:", "img:-x", "/img", "img/", "a//b", "img@sha256:xyz",
 		"img:" + strings.Repeat("t", 129), "a b", "-a",
+		// Docker refuses digests other than sha256, sha384 and sha512 in lowercase hex.
+		"img@0:" + strings.Repeat("0", 32), "img@SHA256:" + strings.Repeat("0", 64), "img@a:" + strings.Repeat("0", 32),
+		"img@sha256:" + strings.Repeat("A", 64), "img@sha256:" + strings.Repeat("a", 63),
+		strings.Repeat("0", 64),  // an image ID to Docker
+		strings.Repeat("a", 240), // 258 characters as docker.io/library/aaa...
 	}
 	for _, s := range good {
 		if err := ValidateImageName(s); err != nil {

@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/sandboxfleet/terraform-provider-sandbox/internal/driver"
+	"github.com/sandboxfleet/terraform-provider-sandbox/internal/sshconn"
 )
 
 // configProblem is one mistake in a backend configuration. field is the
@@ -184,6 +185,17 @@ func (r *resolver) docker(d *driver.DockerConfig) {
 	r.enum("port_strategy", d.PortStrategy, portStrategyValues)
 }
 
+// sshAddress refuses an ssh:// address the connection would refuse, so the
+// plan says so even when a pinned fingerprint means no dial at plan time.
+// The error names the address with any password hidden.
+func (r *resolver) sshAddress(field, summary, attribute, addr string) bool {
+	if _, err := sshconn.ParseURL(addr); err != nil {
+		r.fail(field, summary, "`%s` is not an SSH address the provider can use: %v. Write it as ssh://[USER@]HOST[:PORT][/SOCKET], with key authentication.", attribute, err)
+		return false
+	}
+	return true
+}
+
 // onlyFor reports fields set for a host whose scheme does not use them.
 func (r *resolver) onlyFor(scheme, want string, fields map[string]string) {
 	if scheme == want {
@@ -224,6 +236,9 @@ func (r *resolver) dockerSSH(d *driver.DockerConfig, u *url.URL) {
 		r.fail("host", "Invalid Docker Host", "`docker.host` is %q; an `ssh://` host needs a host name, like ssh://ubuntu@gpu-1:22.", d.Host)
 		return
 	}
+	if !r.sshAddress("host", "Invalid Docker Host", "docker.host", d.Host) {
+		return
+	}
 	r.file("ssh_key_file", &d.SSHKeyFile)
 	r.file("known_hosts_file", &d.KnownHostsFile)
 	if d.HostKeyFingerprint == "" {
@@ -257,7 +272,7 @@ func (r *resolver) incus(i *driver.IncusConfig, name string) {
 	if scheme == "https" && i.ClientCertFile == "" {
 		r.fail("client_cert_file", "Missing Client Certificate", "`incus.address` %q is a remote server, which needs `incus.client_cert_file` and `incus.client_key_file`, trusted by it (`incus config trust add-certificate`) or presented with a trust token (`trust_token_env`).", i.Address)
 	}
-	if scheme == "ssh" {
+	if scheme == "ssh" && r.sshAddress("address", "Invalid Incus Address", "incus.address", i.Address) {
 		r.file("ssh_key_file", &i.SSHKeyFile)
 		r.file("known_hosts_file", &i.KnownHostsFile)
 		if i.HostKeyFingerprint == "" {

@@ -240,3 +240,29 @@ func TestDriverUnavailableDetail(t *testing.T) {
 		t.Errorf("kubernetes: %q", got)
 	}
 }
+
+// An ssh:// address the connection would refuse is refused at plan, also
+// when a pinned fingerprint means the plan does not dial; a password in it
+// is not repeated in the diagnostic.
+func TestResolveRefusesUnusableSSHAddress(t *testing.T) {
+	for _, host := range []string{"ssh://h:0", "ssh://h:22:22", "ssh://h?x=1", "ssh://u:secret@h"} {
+		docker := driver.Config{Driver: driver.Docker, Name: "b", Docker: &driver.DockerConfig{Host: host, HostKeyFingerprint: "SHA256:x"}}
+		incus := driver.Config{Driver: driver.Incus, Name: "b", Incus: &driver.IncusConfig{Address: host, HostKeyFingerprint: "SHA256:x"}}
+		for _, cfg := range []driver.Config{docker, incus} {
+			_, problems := resolveBackend(cfg, testEnv(nil))
+			var found *configProblem
+			for i, p := range problems {
+				if !p.warning && (p.field == "host" || p.field == "address") {
+					found = &problems[i]
+				}
+			}
+			if found == nil {
+				t.Errorf("%s address %q: accepted at plan, refused by the connection", cfg.Driver, host)
+				continue
+			}
+			if strings.Contains(found.detail, "secret") || !strings.Contains(found.detail, "ssh://") {
+				t.Errorf("%s address %q: detail %q", cfg.Driver, host, found.detail)
+			}
+		}
+	}
+}

@@ -6,7 +6,8 @@ package provider
 
 import (
 	"context"
-	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -234,19 +235,25 @@ func userLabels(engine, providerLabels map[string]string) map[string]string {
 }
 
 // portsFromLabel decodes driver.LabelPorts ("name=port/proto,...") for import.
+// The label is engine input anyone with access to the engine can edit: an
+// item a configuration could not hold (a bad name, a port outside 1-65535,
+// another protocol) is left out rather than imported into state.
 func portsFromLabel(s string) []driver.PortSpec {
 	var out []driver.PortSpec
 	for _, item := range strings.Split(s, ",") {
 		name, rest, ok := strings.Cut(item, "=")
-		if !ok {
+		if !ok || !portNameRegexp.MatchString(name) {
 			continue
 		}
 		port, proto, _ := strings.Cut(rest, "/")
-		var n int
-		if _, err := fmt.Sscanf(port, "%d", &n); err != nil {
+		n, err := strconv.Atoi(port)
+		if err != nil || n < 1 || n > 65535 || strings.TrimLeft(port, "0123456789") != "" {
 			continue
 		}
-		out = append(out, driver.PortSpec{Name: name, Port: n, Protocol: orDefault(proto, "tcp")})
+		if proto = orDefault(proto, "tcp"); !slices.Contains(enumStrings(protocolValues), proto) {
+			continue
+		}
+		out = append(out, driver.PortSpec{Name: name, Port: n, Protocol: proto})
 	}
 	return out
 }

@@ -36,7 +36,10 @@ func TestGeneratedNameIsValid(t *testing.T) {
 }
 
 func TestPortsFromLabel(t *testing.T) {
-	got := portsFromLabel("http=8080/tcp,dns=53/udp,bad,x=y/tcp,plain=22")
+	// The label is engine input: items no configuration could hold (port 0,
+	// -5 or 65536, "80x", sctp, a bad name) are left out, not imported.
+	got := portsFromLabel("http=8080/tcp,dns=53/udp,bad,x=y/tcp,plain=22," +
+		"zero=0/tcp,neg=-5/tcp,big=65536/tcp,trail=80x/tcp,plus=+80/tcp,s=80/sctp,Upper=80/tcp,=80/tcp,sub=80/tcp/x")
 	want := []driver.PortSpec{{Name: "http", Port: 8080, Protocol: "tcp"}, {Name: "dns", Port: 53, Protocol: "udp"}, {Name: "plain", Port: 22, Protocol: "tcp"}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("portsFromLabel = %v, want %v", got, want)

@@ -231,7 +231,9 @@ func NormalizeFingerprint(fp string) (string, error) {
 		return "", fmt.Errorf("sshconn: host key fingerprint %q: expected SHA256:<base64>, as printed by `ssh-keygen -lf` or `ssh-keyscan HOST | ssh-keygen -lf -`", fp)
 	}
 	b64 = strings.TrimRight(b64, "=")
-	raw, err := base64.RawStdEncoding.DecodeString(b64)
+	// Strict: a last character with stray low bits decodes to the same hash
+	// but would never equal the fingerprint the server's key prints.
+	raw, err := base64.RawStdEncoding.Strict().DecodeString(b64)
 	if err != nil || len(raw) != 32 {
 		return "", fmt.Errorf("sshconn: host key fingerprint %q: not a SHA256 fingerprint (43 base64 characters after SHA256:)", fp)
 	}

@@ -62,29 +62,35 @@ type Config struct {
 // ParseURL parses ssh://[user@]host[:port][/path]. The user defaults to $USER
 // (else root) and the port to 22; a path becomes SocketPath.
 func ParseURL(u string) (Config, error) {
+	shown := redact(u) // errors name the URL, but never a password in it
 	parsed, err := url.Parse(u)
 	if err != nil {
-		return Config{}, fmt.Errorf("sshconn: invalid URL %q: %w", u, err)
+		// Unwrapped: url.Parse's own error quotes the whole URL.
+		return Config{}, fmt.Errorf("sshconn: invalid URL %q: %v", shown, errors.Unwrap(err))
 	}
 	if parsed.Scheme != "ssh" {
-		return Config{}, fmt.Errorf("sshconn: URL %q: scheme must be ssh://", u)
+		return Config{}, fmt.Errorf("sshconn: URL %q: scheme must be ssh://", shown)
 	}
 	if parsed.Opaque != "" || parsed.RawQuery != "" || parsed.Fragment != "" {
-		return Config{}, fmt.Errorf("sshconn: URL %q: expected ssh://[user@]host[:port][/socket-path]", u)
+		return Config{}, fmt.Errorf("sshconn: URL %q: expected ssh://[user@]host[:port][/socket-path]", shown)
 	}
 	cfg := Config{Host: parsed.Hostname()}
 	if cfg.Host == "" {
-		return Config{}, fmt.Errorf("sshconn: URL %q has no host", u)
+		return Config{}, fmt.Errorf("sshconn: URL %q has no host", shown)
+	}
+	if strings.Contains(cfg.Host, ":") && !strings.HasPrefix(parsed.Host, "[") {
+		// url.Parse takes "host:22:22" as host "host:22", port 22.
+		return Config{}, fmt.Errorf("sshconn: URL %q: invalid host %q; write an IPv6 address in brackets, e.g. ssh://[::1]:22", shown, parsed.Host)
 	}
 	if parsed.User != nil {
 		if _, has := parsed.User.Password(); has {
-			return Config{}, fmt.Errorf("sshconn: URL %q contains a password: only key authentication is supported", redact(parsed))
+			return Config{}, fmt.Errorf("sshconn: URL %q contains a password: only key authentication is supported", shown)
 		}
 		cfg.User = parsed.User.Username()
 	}
 	if p := parsed.Port(); p != "" {
 		if cfg.Port, err = parsePort(p); err != nil {
-			return Config{}, fmt.Errorf("sshconn: URL %q: %w", u, err)
+			return Config{}, fmt.Errorf("sshconn: URL %q: %w", shown, err)
 		}
 	}
 	if parsed.Path != "" && parsed.Path != "/" {
@@ -93,10 +99,26 @@ func ParseURL(u string) (Config, error) {
 	return cfg.withDefaults(), nil
 }
 
-func redact(u *url.URL) string {
-	c := *u
-	c.User = url.User(u.User.Username())
-	return c.String()
+// redact hides the password of a URL's user info, whether or not the URL
+// parses.
+func redact(u string) string {
+	scheme, rest, ok := strings.Cut(u, "://")
+	if !ok {
+		return u
+	}
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	at := strings.LastIndex(rest[:end], "@")
+	if at < 0 {
+		return u
+	}
+	user, password, _ := strings.Cut(rest[:at], ":")
+	if password == "" {
+		return u
+	}
+	return scheme + "://" + user + ":xxxxx" + rest[at:]
 }
 
 func parsePort(s string) (int, error) {
@@ -196,7 +218,8 @@ func (c Config) jumpConfig() (Config, error) {
 	}
 	j, err := ParseURL(s)
 	if err != nil {
-		return Config{}, fmt.Errorf("sshconn: invalid jump host %q: %w", c.JumpHost, err)
+		// err names the jump host as ParseURL read it, password hidden.
+		return Config{}, fmt.Errorf("sshconn: invalid jump host: %w", err)
 	}
 	if j.SocketPath != "" {
 		return Config{}, fmt.Errorf("sshconn: invalid jump host %q: expected user@host:port", c.JumpHost)

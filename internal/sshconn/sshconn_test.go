@@ -32,6 +32,12 @@ func TestParseURL(t *testing.T) {
 		{in: "ssh://h:70000", wantErr: "invalid port"},
 		{in: "ssh://", wantErr: "no host"},
 		{in: "ssh://h?x=1", wantErr: "expected"},
+		// url.Parse reads "h:22" as the host: an address no dial can reach.
+		{in: "ssh://h:22:22", wantErr: "invalid host"},
+		// Every error hides the password, not only the one about it.
+		{in: "ssh://u:secret@h:bad", wantErr: "invalid port"},
+		{in: "ssh://u:secret@[::1", wantErr: `"ssh://u:xxxxx@[::1"`},
+		{in: "tcp://u:secret@h:22", wantErr: "scheme"},
 	}
 	for _, tt := range tests {
 		got, err := ParseURL(tt.in)
@@ -98,6 +104,10 @@ func TestJumpConfig(t *testing.T) {
 	if _, err := cfg.jumpConfig(); err == nil {
 		t.Errorf("jumpConfig accepted a path")
 	}
+	cfg.JumpHost = "ops:secret@bastion:bad"
+	if _, err := cfg.jumpConfig(); err == nil || strings.Contains(err.Error(), "secret") || !strings.Contains(err.Error(), "ops:xxxxx@bastion:bad") {
+		t.Errorf("jumpConfig(%q) error = %v; want it named with the password hidden", cfg.JumpHost, err)
+	}
 }
 
 func TestNormalizeFingerprint(t *testing.T) {
@@ -109,12 +119,19 @@ func TestNormalizeFingerprint(t *testing.T) {
 			t.Errorf("NormalizeFingerprint(%q) = %q, %v; want %q", in, got, err, fp)
 		}
 	}
-	for _, in := range []string{"", "MD5:aa:bb", "SHA256:short", strings.TrimPrefix(fp, "SHA256:")} {
+	// The last of 43 characters carries 2 stray bits: a variant decodes to
+	// the same hash but never equals the fingerprint the server's key prints,
+	// so a pin holding it would refuse the right server with a confusing error.
+	last := strings.IndexByte(base64Alphabet, fp[len(fp)-1])
+	strayBits := fp[:len(fp)-1] + string(base64Alphabet[last|1])
+	for _, in := range []string{"", "MD5:aa:bb", "SHA256:short", strings.TrimPrefix(fp, "SHA256:"), strayBits} {
 		if _, err := NormalizeFingerprint(in); err == nil {
 			t.Errorf("NormalizeFingerprint(%q) accepted", in)
 		}
 	}
 }
+
+const base64Alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 
 func newTestKey(t *testing.T) ssh.PublicKey {
 	t.Helper()
