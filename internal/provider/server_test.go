@@ -253,3 +253,24 @@ func TestRefreshFieldsCoverObserve(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkFastPlan is the fast path's decision for one unchanged sandbox,
+// the cost a re-plan pays per instance (make bench measures whole fleets).
+func BenchmarkFastPlan(b *testing.B) {
+	s := newServer(&recordingServer{}, nil)
+	state := instanceState(&testing.T{}, s.instanceType, map[string]tftypes.Value{
+		"running": tftypes.NewValue(tftypes.Bool, true), "status": tftypes.NewValue(tftypes.String, driver.StatusRunning),
+		"image": tftypes.NewValue(tftypes.String, "busybox"), "memory": tftypes.NewValue(tftypes.String, "64MiB"),
+	})
+	config := instanceState(&testing.T{}, s.instanceType, map[string]tftypes.Value{
+		"running": tftypes.NewValue(tftypes.Bool, nil), "type": tftypes.NewValue(tftypes.String, nil),
+		"network": tftypes.NewValue(tftypes.String, nil), "security": tftypes.NewValue(s.instanceType.(tftypes.Object).AttributeTypes["security"], nil),
+		"image": tftypes.NewValue(tftypes.String, "busybox"), "memory": tftypes.NewValue(tftypes.String, "64MiB"),
+	})
+	req := &tfprotov6.PlanResourceChangeRequest{TypeName: instanceTypeName, PriorState: state, ProposedNewState: state, Config: config}
+	for b.Loop() {
+		if !s.instanceUnchanged(req) {
+			b.Fatal("not answered by the fast path")
+		}
+	}
+}
