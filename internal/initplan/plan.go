@@ -95,6 +95,9 @@ type Step struct {
 	Kind        string
 	Description string
 	Files       []driver.File // StepFiles
+	// UserFiles marks the StepFiles of the user's `files`, whose contents
+	// are sensitive and masked in output (a kind's own files are not).
+	UserFiles bool
 	// Command is the argv run (StepRun, StepService: the agent argv) or the
 	// probe (StepWait).
 	Command []string
@@ -161,7 +164,7 @@ func assemble(kind string, in Input, r recipe) (Plan, error) {
 	p := Plan{Kind: kind, Secrets: nonEmpty(r.secrets)}
 	env := mergeEnv(r.env, in.Env)
 	if len(in.Files) > 0 {
-		p.Steps = append(p.Steps, Step{Kind: StepFiles, Description: "copy files", Files: in.Files})
+		p.Steps = append(p.Steps, Step{Kind: StepFiles, Description: "copy files", Files: in.Files, UserFiles: true})
 	}
 	p.Steps = append(p.Steps, r.setup...)
 	for _, c := range in.Commands {

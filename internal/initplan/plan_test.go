@@ -52,7 +52,7 @@ func TestExpandCustom(t *testing.T) {
 	equal(t, got, Plan{
 		Kind: "custom",
 		Steps: []Step{
-			{Kind: StepFiles, Description: "copy files", Files: files},
+			{Kind: StepFiles, Description: "copy files", Files: files, UserFiles: true},
 			{Kind: StepRun, Description: "command", Command: []string{"sh", "-c", "echo ready > /tmp/state"}, Env: env},
 			{Kind: StepService, Description: "start service", Env: env, LogPath: log, PIDFile: pid,
 				Command: []string{ag, "service", "--log", log, "--pidfile", pid, "--", "httpd", "-f", "-p", "8080", "-h", "/srv"}},

@@ -90,12 +90,15 @@ func newRunner(ctx context.Context, d driver.Driver, id string, plan Plan) *runn
 	return &runner{ctx: ctx, d: d, id: id, secrets: append(nonEmpty(plan.Secrets), fileSecrets(plan.Steps)...)}
 }
 
-// fileSecrets are the contents of the plan's files (minMaskedFile to
+// fileSecrets are the contents of the user's files (minMaskedFile to
 // maxMaskedFile bytes), whole and without surrounding white space, as a
 // command that prints a file or its value would show them.
 func fileSecrets(steps []Step) []string {
 	var out []string
 	for _, st := range steps {
+		if !st.UserFiles {
+			continue
+		}
 		for _, f := range st.Files {
 			content := f.Content
 			if f.Source != "" {
