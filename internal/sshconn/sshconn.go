@@ -118,7 +118,8 @@ func redact(u string) string {
 	if password == "" {
 		return u
 	}
-	return scheme + "://" + user + ":xxxxx" + rest[at:]
+	// A malformed URL may repeat the user info further on: hide it there too.
+	return scheme + "://" + user + ":xxxxx" + strings.ReplaceAll(rest[at:], ":"+password+"@", ":xxxxx@")
 }
 
 func parsePort(s string) (int, error) {
