@@ -13,7 +13,7 @@ import (
 // to be empty).
 func namesError(t *testing.T, what, s string, err error) {
 	t.Helper()
-	if !strings.Contains(err.Error(), fmt.Sprintf("%q", s)) && !(s == "" && strings.Contains(err.Error(), "empty")) {
+	if !strings.Contains(err.Error(), fmt.Sprintf("%q", s)) && (s != "" || !strings.Contains(err.Error(), "empty")) {
 		t.Fatalf("%s %q: error %q does not name it", what, s, err)
 	}
 }

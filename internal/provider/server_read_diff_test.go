@@ -55,7 +55,7 @@ func configuredServer(t *testing.T, fast bool) (tfprotov6.ProviderServer, *serve
 	if err != nil {
 		t.Fatal(err)
 	}
-	var srv tfprotov6.ProviderServer = fw
+	srv := fw
 	var s *server
 	if fast {
 		s = newServer(fw, prov)

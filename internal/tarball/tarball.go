@@ -110,18 +110,18 @@ func AddDir(tw *tar.Writer, dir, prefix string) error {
 // context given as a link to a directory means that directory (walked as
 // the link itself, it would yield nothing).
 func resolveTop(dir string) (string, error) {
-	real, err := filepath.EvalSymlinks(dir)
+	resolved, err := filepath.EvalSymlinks(dir)
 	if err != nil {
 		return "", err
 	}
-	st, err := os.Stat(real)
+	st, err := os.Stat(resolved)
 	if err != nil {
 		return "", err
 	}
 	if !st.IsDir() {
 		return "", fmt.Errorf("%s is not a directory", dir)
 	}
-	return real, nil
+	return resolved, nil
 }
 
 // writeEntry writes the file at p as name: its header (owner root, PAX

@@ -109,7 +109,7 @@ func spellDuration(d time.Duration) string {
 	for _, u := range durationUnits {
 		if n := d / u.size; n > 0 {
 			fmt.Fprintf(&b, "%d%s", n, u.name)
-			d -= n * u.size
+			d -= time.Duration(int64(n) * int64(u.size))
 		}
 	}
 	return b.String()

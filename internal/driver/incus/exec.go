@@ -90,11 +90,11 @@ func (d *Driver) run(ctx context.Context, c incus.InstanceServer, id string, spe
 	stdout, stderr := spec.Output(), spec.Output()
 	code, err := d.streamExec(ctx, c, id, req, spec.Stdin, stdout, stderr)
 	if err != nil {
-		if code, ok := startFailure(err); ok {
+		if failed, ok := startFailure(err); ok {
 			// The command could not start: a result, as a shell reports it,
 			// not an error (and never "instance not found").
 			_, _ = stderr.Write([]byte(err.Error() + "\n"))
-			return driver.Collected(code, stdout, stderr), nil
+			return driver.Collected(failed, stdout, stderr), nil
 		}
 		return driver.ExecResult{}, d.errf(err, "exec %q in instance %q", spec.Command, id)
 	}

@@ -88,7 +88,7 @@ func (d *Driver) startOperation(ctx context.Context, c incus.InstanceServer, met
 		if err == nil {
 			break
 		}
-		if !notActedOn(err) && !(method != http.MethodPost && connectionLost(err)) {
+		if !notActedOn(err) && (method == http.MethodPost || !connectionLost(err)) {
 			return nil, err
 		}
 		if serr := sleepCtx(ctx, &wait); serr != nil {
@@ -169,7 +169,7 @@ func (w *opWait) once(ctx context.Context) (*api.Operation, error) {
 		return got, nil
 	}
 	if ctx.Err() != nil {
-		return nil, nil
+		return nil, nil //nolint:nilerr // the caller sees ctx end and cancels the operation
 	}
 	switch {
 	case api.StatusErrorCheck(err, http.StatusNotFound):

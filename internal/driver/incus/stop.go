@@ -144,7 +144,8 @@ func (d *Driver) setState(ctx context.Context, c incus.InstanceServer, name stri
 // operation that never ended, until incusd was restarted.
 func (d *Driver) stop(ctx context.Context, c incus.InstanceServer, name string, st api.InstanceStatePut) error {
 	if v, ok := d.stops.Load(name); ok {
-		_, err := d.waitOperation(ctx, c, v.(*api.Operation))
+		op, _ := v.(*api.Operation) // stops holds only operations
+		_, err := d.waitOperation(ctx, c, op)
 		if ctx.Err() != nil {
 			return fmt.Errorf("an earlier stop is still running: %w", err)
 		}

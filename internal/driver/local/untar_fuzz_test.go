@@ -86,7 +86,7 @@ func snapshotOutside(a untarArena, root string) ([]string, error) {
 		}
 		nlink := uint64(0)
 		if st, ok := info.Sys().(*syscall.Stat_t); ok && !info.IsDir() {
-			nlink = uint64(st.Nlink)
+			nlink = st.Nlink
 		}
 		out = append(out, fmt.Sprintf("%s %v %d %d", p, info.Mode(), info.Size(), nlink))
 		return nil
